@@ -1,0 +1,161 @@
+//! `ledger index` and `ledger verify`: discover, parse in parallel, resolve, then write or report.
+
+use crate::config::{IndexConfig, VerifyConfig};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Severity, UnitKind};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Everything parsed from some inputs, resolved across documents.
+pub struct Corpus {
+    /// Parsed documents, in discovery order.
+    pub docs: Vec<Document>,
+    /// Problems with the inputs themselves (missing paths, unknown file types).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Wall-clock time of discovery, parsing and resolution.
+    pub seconds: f64,
+}
+
+/// Discovers, parses (rayon, `config.jobs` threads) and resolves the documents under `paths`.
+pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
+    let start = Instant::now();
+    let (sources, diagnostics) = ledger_parse::discover(paths);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(config.jobs).build().context("starting parser threads")?;
+    let tokenizer = config.count_tokens.then(ledger_parse::Tokenizer::cl100k);
+    let bar = if config.progress { ProgressBar::new(sources.len() as u64) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} parsing [{bar:30}] {pos}/{len} documents {msg} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut docs: Vec<Document> = pool.install(|| {
+        sources
+            .par_iter()
+            .map(|s| {
+                let doc = ledger_parse::parse(s, tokenizer.as_ref());
+                bar.inc(1);
+                bar.set_message(s.id.clone());
+                doc
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    ledger_parse::resolve_corpus(&mut docs);
+    Ok(Corpus { docs, diagnostics, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// `ledger index PATH... --out GRAPH`.
+pub fn index(paths: &[PathBuf], out: &Path, config: &IndexConfig) -> Result<()> {
+    let started_at = ledger_store::now_rfc3339();
+    let corpus = load(paths, config)?;
+    let run = ledger_store::RunInfo {
+        started_at,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        inputs: paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
+        seconds: corpus.seconds,
+    };
+    let write_start = Instant::now();
+    let manifest = ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &run).with_context(|| format!("writing graph {}", out.display()))?;
+    print!("{}", summary(&corpus));
+    println!(
+        "graph: {} (version {}), written in {:.2} s",
+        out.join("current").display(),
+        manifest.version,
+        write_start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A human summary: documents, units per kind, edges per kind, references, diagnostics, speed.
+pub fn summary(corpus: &Corpus) -> String {
+    use std::fmt::Write;
+    let docs = &corpus.docs;
+    let bytes: u64 = docs.iter().map(|d| d.bytes).sum();
+    let mut kinds: BTreeMap<UnitKind, usize> = BTreeMap::new();
+    for u in docs.iter().flat_map(|d| &d.units) {
+        *kinds.entry(u.kind).or_default() += 1;
+    }
+    let contains: usize = docs.iter().map(|d| d.units.len().saturating_sub(1)).sum();
+    let references: usize = docs.iter().map(|d| d.reference_edges().len()).sum();
+    let (mut resolved, mut broken, mut ambiguous) = (0, 0, 0);
+    for m in docs.iter().flat_map(|d| &d.mentions) {
+        match m.resolution {
+            Resolution::Resolved { .. } => resolved += 1,
+            Resolution::Ambiguous { .. } => ambiguous += 1,
+            _ => broken += 1,
+        }
+    }
+    let mut severities: BTreeMap<Severity, usize> = BTreeMap::new();
+    for d in docs.iter().flat_map(|d| &d.diagnostics).chain(&corpus.diagnostics) {
+        *severities.entry(d.severity).or_default() += 1;
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "documents: {} ({:.1} MB)", docs.len(), bytes as f64 / 1e6);
+    let _ = writeln!(
+        s,
+        "units: {} ({})",
+        kinds.values().sum::<usize>(),
+        kinds.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+    );
+    let _ = writeln!(s, "edges: {} {contains}, {} {references}", EdgeKind::Contains.as_str(), EdgeKind::References.as_str());
+    let _ = writeln!(s, "mentions: {} ({resolved} resolved, {broken} broken, {ambiguous} ambiguous)", resolved + broken + ambiguous);
+    let _ = writeln!(
+        s,
+        "diagnostics: {}",
+        if severities.is_empty() { "none".into() } else { severities.iter().map(|(k, n)| format!("{n} {}", k.as_str())).collect::<Vec<_>>().join(", ") }
+    );
+    let _ = writeln!(s, "parsed in {:.2} s ({:.1} MB/s)", corpus.seconds, bytes as f64 / 1e6 / corpus.seconds.max(1e-9));
+    s
+}
+
+/// `ledger verify PATH...`: prints findings like a compiler; returns whether the check failed.
+pub fn verify(paths: &[PathBuf], index: &IndexConfig, config: &VerifyConfig) -> Result<bool> {
+    let mut index = index.clone();
+    index.count_tokens = false;
+    index.progress = false;
+    let corpus = load(paths, &index)?;
+    let mut lines = Vec::new();
+    let (mut broken, mut ambiguous) = (0, 0);
+    for doc in &corpus.docs {
+        for m in &doc.mentions {
+            let path = doc.files.get(m.file).map_or("", String::as_str);
+            match &m.resolution {
+                Resolution::Resolved { .. } => {}
+                Resolution::Broken { .. } | Resolution::Pending => {
+                    broken += 1;
+                    lines.push((path.to_string(), m.line, m.col, format!("error: broken reference `{}`: {}", m.text, broken_reason(m))));
+                }
+                Resolution::Ambiguous { reason } => {
+                    ambiguous += 1;
+                    let level = if config.fail_on_ambiguous { "error" } else { "warning" };
+                    lines.push((path.to_string(), m.line, m.col, format!("{level}: ambiguous reference `{}`: {reason}", m.text)));
+                }
+            }
+        }
+        if config.show_diagnostics {
+            for d in &doc.diagnostics {
+                lines.push((d.path.clone(), d.line, 1, format!("{}: {}", d.severity.as_str(), d.message)));
+            }
+        }
+    }
+    for d in &corpus.diagnostics {
+        lines.push((d.path.clone(), d.line, 1, format!("{}: {}", d.severity.as_str(), d.message)));
+    }
+    for (path, line, col, msg) in &lines {
+        println!("{path}:{line}:{col}: {msg}");
+    }
+    let mentions: usize = corpus.docs.iter().map(|d| d.mentions.len()).sum();
+    eprintln!("{} documents, {mentions} references: {broken} broken, {ambiguous} ambiguous", corpus.docs.len());
+    let input_errors = corpus.diagnostics.iter().any(|d| d.severity == Severity::Error);
+    Ok(broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || input_errors)
+}
+
+fn broken_reason(m: &ledger_core::Mention) -> &str {
+    match &m.resolution {
+        Resolution::Broken { reason } => reason,
+        _ => "not resolved",
+    }
+}

@@ -1,0 +1,138 @@
+//! `ledger`: index technical documents into a typed dependency graph, query it with SQL,
+//! and check references like a linter.
+
+mod bench;
+mod config;
+mod index;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ledger", version, about = "Typed dependency graphs of technical documents, for safe edits")]
+struct Cli {
+    /// Configuration file (TOML); defaults to $LEDGER_CONFIG, then the built-in configs/default.toml.
+    #[arg(long, global = true, env = "LEDGER_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse documents under PATH... into a graph (units, CONTAINS and REFERENCES edges, mentions).
+    Index {
+        /// Files or folders: LaTeX main files, Markdown files, mdBook folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The graph folder to write (created if missing; a new version is committed atomically).
+        #[arg(long)]
+        out: PathBuf,
+        /// Parser threads (0 = one per core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Do not count cl100k tokens (faster; `tokens` columns are 0).
+        #[arg(long)]
+        no_tokens: bool,
+    },
+    /// Run SQL over a graph's tables (documents, units, edges, mentions, labels, diagnostics, runs)
+    /// and views (broken_references, ambiguous_references, unit_degrees, unit_counts).
+    Sql {
+        /// The graph folder.
+        #[arg(long)]
+        graph: PathBuf,
+        /// The query.
+        query: String,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+    },
+    /// Report broken and ambiguous references as `file:line:col: message`; exit 1 if any reference is broken.
+    Verify {
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Exit 1 on ambiguous references too.
+        #[arg(long)]
+        fail_on_ambiguous: bool,
+        /// Print only references, not diagnostics.
+        #[arg(long)]
+        no_diagnostics: bool,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        which: bench::Which,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let config = config::Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Index { paths, out, jobs, no_tokens } => {
+            let mut c = config.index;
+            if let Some(j) = jobs {
+                c.jobs = j;
+            }
+            if no_tokens {
+                c.count_tokens = false;
+            }
+            index::index(&paths, &out, &c)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sql { graph, query, format } => {
+            let format = match format {
+                Some(Format::Table) => ledger_store::OutputFormat::Table,
+                Some(Format::Csv) => ledger_store::OutputFormat::Csv,
+                Some(Format::Json) => ledger_store::OutputFormat::Json,
+                None => match config.sql.format.as_str() {
+                    "table" => ledger_store::OutputFormat::Table,
+                    "csv" => ledger_store::OutputFormat::Csv,
+                    "json" => ledger_store::OutputFormat::Json,
+                    other => anyhow::bail!("sql.format = {other:?}: expected table, csv or json"),
+                },
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            let out = rt.block_on(async {
+                let session = ledger_store::SqlSession::open(&graph).await?;
+                session.query_formatted(&query, format).await
+            })?;
+            println!("{}", out.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify { paths, fail_on_ambiguous, no_diagnostics } => {
+            let mut c = config.verify;
+            c.fail_on_ambiguous |= fail_on_ambiguous;
+            c.show_diagnostics &= !no_diagnostics;
+            let failed = index::verify(&paths, &config.index, &c)?;
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Bench { which } => {
+            bench::run(which)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,531 @@
+//! LEDGER's data model: documents, units, edges, mentions and diagnostics.
+//!
+//! This crate holds plain data and the rules that do not depend on any input
+//! format (edge priority, content hashing, id sanitising). It does no IO, no
+//! async and carries no heavy dependency; every other crate speaks in its types.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The format a document was parsed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// A LaTeX main file with everything it `\input`s or `\include`s.
+    Latex,
+    /// A single Markdown file.
+    Markdown,
+    /// An mdBook-style folder with a `SUMMARY.md`.
+    MarkdownBook,
+}
+
+impl Format {
+    /// The name stored in the `documents.format` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Latex => "latex",
+            Format::Markdown => "markdown",
+            Format::MarkdownBook => "mdbook",
+        }
+    }
+}
+
+/// The coarse kind of a unit; the `env` field of [`Unit`] holds the fine one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnitKind {
+    /// The root of a document's tree.
+    Document,
+    /// A part, chapter, section, subsection … or Markdown heading.
+    Section,
+    /// A paragraph of prose (lists and quotes included).
+    Paragraph,
+    /// A figure (float or captioned image).
+    Figure,
+    /// A table (float or Markdown table).
+    Table,
+    /// A display equation (numbered or not).
+    Equation,
+    /// A theorem-like environment: theorem, lemma, definition, corollary, remark …
+    Theorem,
+    /// A proof.
+    Proof,
+    /// An algorithm float or pseudo-code block.
+    Algorithm,
+    /// A code listing or fenced code block.
+    Listing,
+    /// A bibliography entry.
+    Bibitem,
+}
+
+impl UnitKind {
+    /// Every kind, in display order.
+    pub const ALL: [UnitKind; 11] = [
+        UnitKind::Document,
+        UnitKind::Section,
+        UnitKind::Paragraph,
+        UnitKind::Figure,
+        UnitKind::Table,
+        UnitKind::Equation,
+        UnitKind::Theorem,
+        UnitKind::Proof,
+        UnitKind::Algorithm,
+        UnitKind::Listing,
+        UnitKind::Bibitem,
+    ];
+
+    /// The name stored in the `units.kind` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnitKind::Document => "document",
+            UnitKind::Section => "section",
+            UnitKind::Paragraph => "paragraph",
+            UnitKind::Figure => "figure",
+            UnitKind::Table => "table",
+            UnitKind::Equation => "equation",
+            UnitKind::Theorem => "theorem",
+            UnitKind::Proof => "proof",
+            UnitKind::Algorithm => "algorithm",
+            UnitKind::Listing => "listing",
+            UnitKind::Bibitem => "bibitem",
+        }
+    }
+
+    /// The short prefix of generated ids (`sec-3-2`, `thm-2`, `eq-3` …).
+    pub fn id_prefix(self) -> &'static str {
+        match self {
+            UnitKind::Document => "doc",
+            UnitKind::Section => "sec",
+            UnitKind::Paragraph => "p",
+            UnitKind::Figure => "fig",
+            UnitKind::Table => "tab",
+            UnitKind::Equation => "eq",
+            UnitKind::Theorem => "thm",
+            UnitKind::Proof => "proof",
+            UnitKind::Algorithm => "alg",
+            UnitKind::Listing => "lst",
+            UnitKind::Bibitem => "bib",
+        }
+    }
+}
+
+impl fmt::Display for UnitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One unit of a document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unit {
+    /// Stable id, unique within the document: the label or anchor when there is one,
+    /// else kind and printed number (`sec-3-2`), else a position under the parent (`sec-3-2/p4`).
+    pub id: String,
+    /// Coarse kind.
+    pub kind: UnitKind,
+    /// Fine kind: the environment or heading level (`lemma`, `subsection`, `align`, `h2`).
+    pub env: String,
+    /// Nesting depth of a section (part = -1, chapter = 0, section = 1 … in LaTeX; heading level in Markdown); 0 elsewhere.
+    pub level: i32,
+    /// The primary label or anchor, if any.
+    pub label: Option<String>,
+    /// Every label or anchor that names this unit (the primary one first), with the number printed for it.
+    pub labels: Vec<(String, Option<String>)>,
+    /// The printed number as a reader sees it ("3.2", "2.1", "7-3"; "3.1–3.3" for a multi-line display), if numbered.
+    pub number: Option<String>,
+    /// Every number printed for this unit (each numbered line of an `align`), for prose resolution.
+    pub numbers: Vec<String>,
+    /// Title of a section, caption of a float, optional name of a theorem.
+    pub title: Option<String>,
+    /// Index of the parent unit in [`Document::units`]; `None` only for the root.
+    pub parent: Option<usize>,
+    /// Position in document order (0 = root).
+    pub ordinal: usize,
+    /// Index into [`Document::files`] of the file the unit starts in.
+    pub file: usize,
+    /// Start of the byte range in that file.
+    pub start_byte: usize,
+    /// 1-based line of `start_byte`.
+    pub line: usize,
+    /// End of the byte range (exclusive).
+    pub end_byte: usize,
+    /// The unit's own text (for containers: the heading only).
+    pub text: String,
+    /// cl100k token count of `text`.
+    pub tokens: usize,
+    /// blake3 of kind, number, title and text: changes whenever what a reader sees changes.
+    pub content_hash: String,
+}
+
+/// How a mention names its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MentionKind {
+    /// `\ref`, `\autoref`, `\pageref`, `\nameref`.
+    Ref,
+    /// `\eqref`.
+    Eqref,
+    /// `\cref`, `\Cref`, `\crefrange` … (one mention per key).
+    Cref,
+    /// `\cite` family (one mention per key).
+    Cite,
+    /// A user macro that wraps a reference (`\thmref{x}`).
+    Macro,
+    /// `\uses{…}` of blueprints (author-written dependencies).
+    Uses,
+    /// Prose such as "Section 3.2", "Figure 5", "Eq. (3)", "Listing 7-3".
+    Prose,
+    /// A Markdown link to an anchor or page.
+    Link,
+}
+
+impl MentionKind {
+    /// The name stored in the `mentions.mention_kind` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MentionKind::Ref => "ref",
+            MentionKind::Eqref => "eqref",
+            MentionKind::Cref => "cref",
+            MentionKind::Cite => "cite",
+            MentionKind::Macro => "macro",
+            MentionKind::Uses => "uses",
+            MentionKind::Prose => "prose",
+            MentionKind::Link => "link",
+        }
+    }
+}
+
+/// Whether a mention found its target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// Resolved to exactly one unit.
+    Resolved {
+        /// Document of the target.
+        doc: String,
+        /// Unit id of the target.
+        unit: String,
+    },
+    /// No unit carries this key.
+    Broken {
+        /// Why it did not resolve.
+        reason: String,
+    },
+    /// Several units could be meant.
+    Ambiguous {
+        /// The candidates, `doc:unit`.
+        reason: String,
+    },
+    /// Not yet resolved (only before the resolution pass).
+    Pending,
+}
+
+impl Resolution {
+    /// The name stored in the `mentions.status` column.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Resolution::Resolved { .. } => "resolved",
+            Resolution::Broken { .. } => "broken",
+            Resolution::Ambiguous { .. } => "ambiguous",
+            Resolution::Pending => "pending",
+        }
+    }
+}
+
+/// What a mention points at, before resolution.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TargetKey {
+    /// A LaTeX label.
+    Label(String),
+    /// A bibliography key.
+    Citation(String),
+    /// A printed number of a unit kind: ("theorem-like or env family", "3.2").
+    Number {
+        /// The family named in prose: `section`, `figure`, `table`, `equation`, `theorem`, `listing`, `algorithm`, `appendix`, `chapter`, `part`, or an env name such as `lemma`.
+        family: String,
+        /// The number as printed ("3.2", "7-3", "A").
+        number: String,
+    },
+    /// A Markdown link target: file (relative to the document root; empty = same file) and anchor.
+    Anchor {
+        /// Target file relative to the document root, `/`-separated; empty for the same file.
+        file: String,
+        /// Anchor without `#`; empty for the file itself.
+        anchor: String,
+    },
+}
+
+impl fmt::Display for TargetKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TargetKey::Label(l) | TargetKey::Citation(l) => write!(f, "{l}"),
+            TargetKey::Number { family, number } => write!(f, "{family} {number}"),
+            TargetKey::Anchor { file, anchor } if anchor.is_empty() => write!(f, "{file}"),
+            TargetKey::Anchor { file, anchor } => write!(f, "{file}#{anchor}"),
+        }
+    }
+}
+
+/// One explicit mention of another unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mention {
+    /// Index of the unit the mention occurs in.
+    pub unit: usize,
+    /// File index of the span.
+    pub file: usize,
+    /// Minimal span: start byte in the file.
+    pub start_byte: usize,
+    /// Minimal span: end byte (exclusive).
+    pub end_byte: usize,
+    /// 1-based line of `start_byte`.
+    pub line: usize,
+    /// 1-based column (in characters) of `start_byte`.
+    pub col: usize,
+    /// The span's text.
+    pub text: String,
+    /// How the target is named.
+    pub kind: MentionKind,
+    /// What is named.
+    pub key: TargetKey,
+    /// The outcome of resolution.
+    pub resolution: Resolution,
+}
+
+/// Severity of a diagnostic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing, nothing lost.
+    Info,
+    /// Something was skipped or guessed.
+    Warning,
+    /// Input that could not be read or understood.
+    Error,
+}
+
+impl Severity {
+    /// The name stored in the `diagnostics.severity` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A problem found in the input, with the file and line it is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Path of the file, as given to the indexer.
+    pub path: String,
+    /// 1-based line; 0 when the whole file is meant.
+    pub line: usize,
+    /// How bad it is.
+    pub severity: Severity,
+    /// What happened.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}: {}", self.path, self.line, self.severity.as_str(), self.message)
+    }
+}
+
+/// The kind of an edge. Priority order: REFERENCES > DEPENDS > CONTAINS > RELATED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EdgeKind {
+    /// Explicit mention, referrer → referenced.
+    References,
+    /// Implicit prerequisite, dependent → prerequisite.
+    Depends,
+    /// Hierarchy, parent → child.
+    Contains,
+    /// Semantic similarity, stored once per pair.
+    Related,
+}
+
+impl EdgeKind {
+    /// The name stored in the `edges.kind` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeKind::References => "REFERENCES",
+            EdgeKind::Depends => "DEPENDS",
+            EdgeKind::Contains => "CONTAINS",
+            EdgeKind::Related => "RELATED",
+        }
+    }
+
+    /// Rank in the priority order (0 is highest).
+    pub fn priority(self) -> u8 {
+        match self {
+            EdgeKind::References => 0,
+            EdgeKind::Depends => 1,
+            EdgeKind::Contains => 2,
+            EdgeKind::Related => 3,
+        }
+    }
+}
+
+/// A typed edge between two units, possibly in two documents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Edge {
+    /// Source document id.
+    pub src_doc: String,
+    /// Source unit id.
+    pub src_unit: String,
+    /// Destination document id.
+    pub dst_doc: String,
+    /// Destination unit id.
+    pub dst_unit: String,
+    /// Edge kind.
+    pub kind: EdgeKind,
+    /// Weight or similarity; 1.0 for structural and explicit edges.
+    pub score: f64,
+    /// Why the edge exists (mention kinds and texts, judge name …).
+    pub evidence: String,
+}
+
+/// One parsed document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Stable id: the main file's (or book folder's) path relative to the indexed root.
+    pub id: String,
+    /// The main file or book folder as given.
+    pub path: String,
+    /// The format (`None` only for a document that could not be read at all).
+    pub format: Option<Format>,
+    /// Files that make up the document, main file first, as given.
+    pub files: Vec<String>,
+    /// Units in document order; index 0 is the root.
+    pub units: Vec<Unit>,
+    /// Explicit mentions in document order.
+    pub mentions: Vec<Mention>,
+    /// Everything noticed while parsing.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Total bytes read.
+    pub bytes: u64,
+    /// blake3 of all bytes read, in file order.
+    pub content_hash: String,
+    /// Other documents whose labels this one may name, as `(label prefix, path)` (LaTeX `\externaldocument`).
+    pub externals: Vec<(String, String)>,
+}
+
+impl Document {
+    /// Total tokens over the units' own texts.
+    pub fn tokens(&self) -> usize {
+        self.units.iter().map(|u| u.tokens).sum()
+    }
+
+    /// CONTAINS edges parent → child, in document order.
+    pub fn contains_edges(&self) -> Vec<Edge> {
+        self.units
+            .iter()
+            .filter_map(|u| {
+                let parent = &self.units[u.parent?];
+                Some(Edge {
+                    src_doc: self.id.clone(),
+                    src_unit: parent.id.clone(),
+                    dst_doc: self.id.clone(),
+                    dst_unit: u.id.clone(),
+                    kind: EdgeKind::Contains,
+                    score: 1.0,
+                    evidence: String::new(),
+                })
+            })
+            .collect()
+    }
+
+    /// REFERENCES edges referrer → referenced, one per (source, target) pair,
+    /// with the mention kinds and texts that support it as evidence.
+    pub fn reference_edges(&self) -> Vec<Edge> {
+        let mut out: Vec<Edge> = Vec::new();
+        let mut index: std::collections::BTreeMap<(usize, String, String), usize> = Default::default();
+        for m in &self.mentions {
+            let Resolution::Resolved { doc, unit } = &m.resolution else { continue };
+            let src = &self.units[m.unit].id;
+            if doc == &self.id && unit == src {
+                continue;
+            }
+            let evidence = format!("{}:{}", m.kind.as_str(), m.text);
+            match index.entry((m.unit, doc.clone(), unit.clone())) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    let edge = &mut out[*e.get()];
+                    if !edge.evidence.split(" | ").any(|x| x == evidence) {
+                        edge.evidence.push_str(" | ");
+                        edge.evidence.push_str(&evidence);
+                    }
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(out.len());
+                    out.push(Edge {
+                        src_doc: self.id.clone(),
+                        src_unit: src.clone(),
+                        dst_doc: doc.clone(),
+                        dst_unit: unit.clone(),
+                        kind: EdgeKind::References,
+                        score: 1.0,
+                        evidence,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The 1-based line of a byte offset in one of the document's files, given that file's text.
+    pub fn line_of(text: &str, byte: usize) -> usize {
+        let end = byte.min(text.len());
+        text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+}
+
+/// blake3 hex digest of some bytes: the content hash used everywhere.
+pub fn content_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// Turns arbitrary text into an id fragment: lowercase ASCII letters, digits and `-`.
+pub fn slug(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut dash = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+            dash = false;
+        } else if !dash && !out.is_empty() {
+            out.push('-');
+            dash = true;
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_folds_punctuation() {
+        assert_eq!(slug("Hello, World!"), "hello-world");
+        assert_eq!(slug("  3.2 Results "), "3-2-results");
+    }
+
+    #[test]
+    fn edge_priority_order() {
+        let mut kinds = [EdgeKind::Related, EdgeKind::Contains, EdgeKind::References, EdgeKind::Depends];
+        kinds.sort_by_key(|k| k.priority());
+        assert_eq!(kinds, [EdgeKind::References, EdgeKind::Depends, EdgeKind::Contains, EdgeKind::Related]);
+    }
+
+    #[test]
+    fn line_of_counts_newlines() {
+        assert_eq!(Document::line_of("a\nb\nc", 0), 1);
+        assert_eq!(Document::line_of("a\nb\nc", 2), 2);
+        assert_eq!(Document::line_of("a\nb\nc", 99), 3);
+    }
+}

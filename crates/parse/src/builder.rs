@@ -1,0 +1,302 @@
+//! The document under construction, shared by the LaTeX and Markdown parsers:
+//! files, the unit tree, mentions, diagnostics, and id assignment at the end.
+
+use ledger_core::{
+    Diagnostic, Document, Format, Mention, MentionKind, Resolution, Severity, TargetKey, Unit,
+    UnitKind, slug,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// A document being built. Units refer to each other by index until [`Builder::finish`].
+pub(crate) struct Builder {
+    pub doc: Document,
+    /// The text of every file, by file index (kept for line numbers).
+    pub texts: Vec<String>,
+    /// Byte offset of every line start, by file index.
+    line_starts: Vec<Vec<usize>>,
+    hasher: blake3::Hasher,
+    /// Preferred id stem per unit (env-specific prefix), set by the parser.
+    prefixes: HashMap<usize, String>,
+}
+
+impl Builder {
+    pub fn new(id: &str, path: &str, format: Format) -> Self {
+        let root = Unit {
+            id: "doc".into(),
+            kind: UnitKind::Document,
+            env: format.as_str().into(),
+            level: -3,
+            label: None,
+            labels: vec![],
+            number: None,
+            numbers: vec![],
+            title: None,
+            parent: None,
+            ordinal: 0,
+            file: 0,
+            start_byte: 0,
+            line: 0,
+            end_byte: 0,
+            text: String::new(),
+            tokens: 0,
+            content_hash: String::new(),
+        };
+        Builder {
+            doc: Document {
+                id: id.into(),
+                path: path.into(),
+                format: Some(format),
+                units: vec![root],
+                ..Default::default()
+            },
+            texts: vec![],
+            line_starts: vec![],
+            hasher: blake3::Hasher::new(),
+            prefixes: HashMap::new(),
+        }
+    }
+
+    /// Registers a file's text; returns its index.
+    pub fn add_file(&mut self, path: &str, text: String) -> usize {
+        self.hasher.update(path.as_bytes());
+        self.hasher.update(&[0]);
+        self.hasher.update(text.as_bytes());
+        self.doc.bytes += text.len() as u64;
+        self.doc.files.push(path.into());
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|k| k + 1));
+        self.line_starts.push(starts);
+        self.texts.push(text);
+        self.texts.len() - 1
+    }
+
+    /// Adds a unit; returns its index.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unit(&mut self, kind: UnitKind, env: &str, level: i32, parent: usize, file: usize, start: usize, end: usize) -> usize {
+        let ordinal = self.doc.units.len();
+        self.doc.units.push(Unit {
+            id: String::new(),
+            kind,
+            env: env.into(),
+            level,
+            label: None,
+            labels: vec![],
+            number: None,
+            numbers: vec![],
+            title: None,
+            parent: Some(parent),
+            ordinal,
+            file,
+            start_byte: start,
+            line: 0,
+            end_byte: end.max(start),
+            text: String::new(),
+            tokens: 0,
+            content_hash: String::new(),
+        });
+        ordinal
+    }
+
+    /// Sets the id stem used when the unit has no label (`lem` for a lemma).
+    pub fn set_prefix(&mut self, unit: usize, prefix: &str) {
+        self.prefixes.insert(unit, prefix.to_string());
+    }
+
+    /// Adds a label (with the number printed for it) to a unit; warns on a duplicate in the same document.
+    pub fn add_label(&mut self, unit: usize, label: &str, number: Option<String>, file: usize, byte: usize) {
+        if let Some(other) = self.doc.units.iter().position(|u| u.labels.iter().any(|(l, _)| l == label)) {
+            if other != unit {
+                self.diag(file, byte, Severity::Warning, format!("label `{label}` defined more than once; the first definition is kept"));
+            }
+            return;
+        }
+        self.doc.units[unit].labels.push((label.to_string(), number));
+    }
+
+    pub fn mention(&mut self, unit: usize, file: usize, start: usize, end: usize, kind: MentionKind, key: TargetKey) {
+        let src = &self.texts[file];
+        let text = src.get(start..end).unwrap_or_default().to_string();
+        let (line, col) = line_col(src, &self.line_starts[file], start);
+        self.doc.mentions.push(Mention { unit, file, start_byte: start, end_byte: end, line, col, text, kind, key, resolution: Resolution::Pending });
+    }
+
+    pub fn diag(&mut self, file: usize, byte: usize, severity: Severity, message: String) {
+        let (path, line) = match self.texts.get(file) {
+            Some(text) => (self.doc.files[file].clone(), line_col(text, &self.line_starts[file], byte).0),
+            None => (self.doc.path.clone(), 0),
+        };
+        self.doc.diagnostics.push(Diagnostic { path, line, severity, message });
+    }
+
+    /// Assigns ids and texts, counts tokens, resolves mentions inside the document.
+    pub fn finish(mut self, tokenizer: Option<&crate::tokens::Tokenizer>) -> Document {
+        for u in &mut self.doc.units {
+            if let Some(t) = self.texts.get(u.file) {
+                u.line = line_col(t, &self.line_starts[u.file], u.start_byte).0;
+            }
+            if u.kind != UnitKind::Document && u.kind != UnitKind::Section && u.text.is_empty() {
+                if let Some(t) = self.texts.get(u.file) {
+                    u.text = t.get(u.start_byte..u.end_byte).unwrap_or_default().to_string();
+                }
+            }
+            if u.kind == UnitKind::Section && u.text.is_empty() {
+                u.text = u.title.clone().unwrap_or_default();
+            }
+            if u.label.is_none() {
+                u.label = u.labels.first().map(|(l, _)| l.clone());
+            }
+        }
+        self.assign_ids();
+        for u in &mut self.doc.units {
+            u.tokens = tokenizer.map_or(0, |t| t.count(&u.text));
+            let mut h = blake3::Hasher::new();
+            for part in [u.kind.as_str(), u.number.as_deref().unwrap_or(""), u.title.as_deref().unwrap_or(""), &u.text] {
+                h.update(part.as_bytes());
+                h.update(&[0]);
+            }
+            u.content_hash = h.finalize().to_hex().to_string();
+        }
+        self.doc.content_hash = self.hasher.finalize().to_hex().to_string();
+        crate::resolve::resolve_local(&mut self.doc);
+        self.doc
+    }
+
+    fn assign_ids(&mut self) {
+        let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+        taken.insert("doc".into(), 0);
+        // Labels first, so a generated id never steals a label.
+        for i in 1..self.doc.units.len() {
+            if let Some(l) = self.doc.units[i].label.clone() {
+                if !taken.contains_key(&l) {
+                    taken.insert(l.clone(), i);
+                    self.doc.units[i].id = l;
+                }
+            }
+        }
+        let mut child_counts: HashMap<(usize, &'static str), usize> = HashMap::new();
+        for i in 1..self.doc.units.len() {
+            if !self.doc.units[i].id.is_empty() {
+                continue;
+            }
+            let u = &self.doc.units[i];
+            let prefix = self.prefixes.get(&i).cloned().unwrap_or_else(|| u.kind.id_prefix().to_string());
+            let stem = match (&u.number, &u.title) {
+                (Some(n), _) if u.kind != UnitKind::Paragraph => format!("{prefix}-{}", slug(n)),
+                (None, Some(t)) if u.kind == UnitKind::Section && !slug(t).is_empty() => format!("{prefix}-{}", slug(t)),
+                _ => {
+                    let parent = u.parent.unwrap_or(0);
+                    let n = child_counts.entry((parent, u.kind.id_prefix())).or_insert(0);
+                    *n += 1;
+                    let pid = &self.doc.units[parent].id;
+                    if parent == 0 { format!("{}{}", u.kind.id_prefix(), n) } else { format!("{pid}/{}{}", u.kind.id_prefix(), n) }
+                }
+            };
+            let mut id = stem.clone();
+            let mut k = 2;
+            while taken.contains_key(&id) {
+                id = format!("{stem}~{k}");
+                k += 1;
+            }
+            taken.insert(id.clone(), i);
+            self.doc.units[i].id = id;
+        }
+    }
+}
+
+impl Builder {
+    /// Prose mentions ("Section 3.2", "Theorem 2") in each unit's own text, with the `skipped`
+    /// byte ranges of each file (comments, verbatim, code spans) blanked first.
+    pub fn prose_mentions(&mut self, skipped: &[Vec<(usize, usize)>]) {
+        for file in 0..self.texts.len() {
+            if self.doc.files[file].ends_with(".bib") {
+                continue;
+            }
+            let mut masked = self.texts[file].clone().into_bytes();
+            for &(s, e) in skipped.get(file).map_or(&[][..], |v| v.as_slice()) {
+                let e = e.min(masked.len());
+                for b in &mut masked[s.min(e)..e] {
+                    if *b != b'\n' {
+                        *b = b' ';
+                    }
+                }
+            }
+            // Blanking every byte of a multi-byte character keeps the text valid UTF-8.
+            let Ok(masked) = String::from_utf8(masked) else { continue };
+            for (unit, start, end) in own_ranges(&self.doc.units, file) {
+                if matches!(self.doc.units[unit].kind, UnitKind::Listing | UnitKind::Equation) {
+                    continue;
+                }
+                let Some(slice) = masked.get(start..end) else { continue };
+                for m in crate::prose::find(slice) {
+                    let key = TargetKey::Number { family: m.family, number: m.number };
+                    self.mention(unit, file, start + m.start, start + m.end, MentionKind::Prose, key);
+                }
+            }
+        }
+        // Mentions in document order: by unit, then position.
+        self.doc.mentions.sort_by_key(|m| (m.unit, m.file, m.start_byte));
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, line_starts: &[usize], byte: usize) -> (usize, usize) {
+    let mut at = byte.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let line = line_starts.partition_point(|&s| s <= at).max(1);
+    let line_start = line_starts[line - 1];
+    (line, text[line_start..at].chars().count() + 1)
+}
+
+/// For the units that start in `file`, the byte ranges that are theirs alone (their range minus their children's).
+pub(crate) fn own_ranges(units: &[Unit], file: usize) -> Vec<(usize, usize, usize)> {
+    let mut children: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+    for u in units {
+        if let Some(p) = u.parent {
+            if u.file == file && units[p].file == file {
+                children.entry(p).or_default().push((u.start_byte, u.end_byte));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (idx, u) in units.iter().enumerate() {
+        if u.file != file || u.kind == UnitKind::Document || u.kind == UnitKind::Bibitem {
+            continue;
+        }
+        let mut cursor = u.start_byte;
+        let mut kids = children.remove(&idx).unwrap_or_default();
+        kids.sort_unstable();
+        for (s, e) in kids {
+            if s > cursor {
+                out.push((idx, cursor, s.min(u.end_byte)));
+            }
+            cursor = cursor.max(e);
+        }
+        if cursor < u.end_byte {
+            out.push((idx, cursor, u.end_byte));
+        }
+    }
+    out
+}
+
+/// Reads a file as UTF-8 text, or explains why it cannot be parsed.
+pub(crate) fn read_text(path: &std::path::Path) -> Result<String, String> {
+    const MAX: u64 = 256 * 1024 * 1024;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.len() > MAX {
+        return Err(format!("file is {} bytes, over the {MAX}-byte limit", meta.len()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return Err("binary file (NUL bytes); skipped".into());
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            Err(format!("invalid UTF-8 at line {line} (byte {at})"))
+        }
+    }
+}

@@ -1,0 +1,1514 @@
+//! LaTeX: a main file and everything it `\input`s or `\include`s → units, labels, mentions.
+//!
+//! This is a scanner, not a TeX engine: it follows the commands that shape a
+//! document's structure and numbering (sectioning, theorem-like environments,
+//! floats, display math, `\newtheorem`, `\numberwithin`, `\appendix`, counter
+//! aliases) and the reference commands, including user macros that wrap them.
+//! Everything it cannot follow becomes a diagnostic, never an error.
+
+use crate::builder::{Builder, read_text};
+use crate::counters::{Counters, Style};
+use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
+use regex::Regex;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+/// Longest argument (in bytes) the scanner looks through for a closing brace.
+const MAX_ARG: usize = 64 * 1024;
+/// Deepest `\input` nesting followed.
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// A theorem-like environment defined by `\newtheorem` or known by its common name.
+#[derive(Debug, Clone)]
+struct TheoremDef {
+    display: String,
+    counter: Option<String>,
+}
+
+/// A user macro whose body holds a reference command or a `\newtheorem`.
+#[derive(Debug, Clone)]
+struct Macro {
+    params: usize,
+    /// Default of the first parameter, when it is optional (`\newcommand{\x}[2][d]{…}`).
+    optional: Option<String>,
+    body: String,
+}
+
+#[derive(Debug, Clone)]
+struct MathLine {
+    tag: Option<String>,
+    notag: bool,
+    labels: Vec<(String, usize)>,
+}
+
+#[derive(Debug, Clone)]
+struct MathState {
+    /// Numbers lines one by one (`align`, `gather`) rather than once (`equation`, `multline`).
+    per_line: bool,
+    /// Starred: no numbers except `\tag`.
+    starred: bool,
+    depth: i32,
+    line: MathLine,
+    numbers: Vec<String>,
+    labels: Vec<(String, Option<String>, usize)>,
+}
+
+#[derive(Debug)]
+struct OpenEnv {
+    name: String,
+    unit: Option<usize>,
+    file: usize,
+    start: usize,
+    math: Option<MathState>,
+    /// Float counter stepped by `\caption` inside this environment.
+    float_counter: Option<&'static str>,
+}
+
+struct Paragraph {
+    unit: usize,
+    file: usize,
+}
+
+/// Parses the LaTeX document whose main file is `main`.
+pub(crate) fn parse(main: &Path, doc_id: &str, tokenizer: Option<&crate::tokens::Tokenizer>) -> ledger_core::Document {
+    let mut p = Latex::new(main, doc_id);
+    match read_text(main) {
+        Ok(text) => {
+            let file = p.b.add_file(&main.display().to_string(), text);
+            let standalone = !p.b.texts[file].contains("\\begin{document}");
+            p.in_body = standalone;
+            p.include_stack.push(canonical(main));
+            p.scan(file);
+            p.finish_scan();
+        }
+        Err(e) => {
+            p.b.doc.diagnostics.push(ledger_core::Diagnostic {
+                path: main.display().to_string(),
+                line: 0,
+                severity: Severity::Error,
+                message: e,
+            });
+        }
+    }
+    p.b.finish(tokenizer)
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+struct Latex {
+    b: Builder,
+    dir: PathBuf,
+    counters: Counters,
+    with_chapters: bool,
+    secnumdepth: i32,
+    theorems: HashMap<String, TheoremDef>,
+    macros: HashMap<String, Macro>,
+    sections: Vec<(i32, usize)>,
+    envs: Vec<OpenEnv>,
+    para: Option<Paragraph>,
+    in_body: bool,
+    done: bool,
+    numbered_chapters: bool,
+    depth: i32,
+    include_stack: Vec<PathBuf>,
+    bib_files: Vec<PathBuf>,
+    /// Byte ranges per file whose text is not prose (comments, verbatim): blanked for prose mentions.
+    skipped: Vec<Vec<(usize, usize)>>,
+    /// `\externaldocument[prefix]{file}` pairs.
+    externals: Vec<(String, String)>,
+    subequation: Option<(String, u32)>,
+}
+
+impl Latex {
+    fn new(main: &Path, doc_id: &str) -> Self {
+        let mut theorems = HashMap::new();
+        for (env, display) in [
+            ("theorem", "Theorem"),
+            ("lemma", "Lemma"),
+            ("corollary", "Corollary"),
+            ("proposition", "Proposition"),
+            ("definition", "Definition"),
+            ("remark", "Remark"),
+            ("example", "Example"),
+            ("conjecture", "Conjecture"),
+            ("claim", "Claim"),
+            ("axiom", "Axiom"),
+            ("assumption", "Assumption"),
+            ("exercise", "Exercise"),
+            ("problem", "Problem"),
+            ("notation", "Notation"),
+            ("hypothesis", "Hypothesis"),
+            ("fact", "Fact"),
+            ("observation", "Observation"),
+        ] {
+            theorems.insert(env.to_string(), TheoremDef { display: display.into(), counter: Some(env.into()) });
+        }
+        Latex {
+            b: Builder::new(doc_id, &main.display().to_string(), Format::Latex),
+            dir: main.parent().map(Path::to_path_buf).unwrap_or_default(),
+            counters: Counters::for_class(false),
+            with_chapters: false,
+            secnumdepth: 3,
+            theorems,
+            macros: HashMap::new(),
+            sections: vec![],
+            envs: vec![],
+            para: None,
+            in_body: false,
+            done: false,
+            numbered_chapters: true,
+            depth: 0,
+            include_stack: vec![],
+            bib_files: vec![],
+            skipped: vec![],
+            externals: vec![],
+            subequation: None,
+        }
+    }
+
+    // ---------- the scanner ----------
+
+    fn scan(&mut self, file: usize) {
+        let text = self.b.texts[file].clone();
+        while self.skipped.len() <= file {
+            self.skipped.push(vec![]);
+        }
+        let bytes = text.as_bytes();
+        let n = bytes.len();
+        let mut i = 0;
+        while i < n && !self.done {
+            match bytes[i] {
+                b'%' => {
+                    let end = memchr::memchr(b'\n', &bytes[i..]).map_or(n, |k| i + k);
+                    self.skipped[file].push((i, end));
+                    i = end;
+                }
+                b'\\' => i = self.command(file, &text, i),
+                b'{' => {
+                    self.depth += 1;
+                    self.mark_text(file, i);
+                    i += 1;
+                }
+                b'}' => {
+                    self.depth -= 1;
+                    i += 1;
+                }
+                b'\n' => {
+                    let mut j = i + 1;
+                    while j < n && (bytes[j] == b' ' || bytes[j] == b'\t' || bytes[j] == b'\r') {
+                        j += 1;
+                    }
+                    if j < n && bytes[j] == b'\n' || j >= n {
+                        self.close_paragraph();
+                    }
+                    i += 1;
+                }
+                b'$' if bytes.get(i + 1) == Some(&b'$') => {
+                    self.mark_text(file, i);
+                    let end = find_from(&text, i + 2, "$$").map_or(n, |k| k + 2);
+                    self.extend_text(end);
+                    i = end;
+                }
+                b'&' => {
+                    i += 1;
+                }
+                b' ' | b'\t' | b'\r' => i += 1,
+                _ => {
+                    self.mark_text(file, i);
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// The innermost unit a mention or label belongs to.
+    fn current_unit(&self) -> usize {
+        if let Some(p) = &self.para {
+            return p.unit;
+        }
+        if let Some(u) = self.envs.iter().rev().find_map(|e| e.unit) {
+            return u;
+        }
+        self.sections.last().map_or(0, |s| s.1)
+    }
+
+    /// The unit new children attach to: the innermost unit environment, else the current section.
+    fn container(&self) -> usize {
+        if let Some(u) = self.envs.iter().rev().find_map(|e| e.unit) {
+            return u;
+        }
+        self.sections.last().map_or(0, |s| s.1)
+    }
+
+    fn mark_text(&mut self, file: usize, i: usize) {
+        if !self.in_body {
+            return;
+        }
+        if let Some(p) = &self.para {
+            if p.file == file {
+                let u = p.unit;
+                self.b.doc.units[u].end_byte = self.b.doc.units[u].end_byte.max(i + 1);
+                return;
+            }
+            self.close_paragraph();
+        }
+        if self.envs.iter().any(|e| e.unit.is_some()) {
+            return;
+        }
+        let parent = self.container();
+        let unit = self.b.unit(UnitKind::Paragraph, "paragraph", 0, parent, file, i, i + 1);
+        self.para = Some(Paragraph { unit, file });
+    }
+
+    fn extend_text(&mut self, end: usize) {
+        if let Some(p) = &self.para {
+            let u = p.unit;
+            self.b.doc.units[u].end_byte = self.b.doc.units[u].end_byte.max(end);
+        }
+    }
+
+    fn close_paragraph(&mut self) {
+        self.para = None;
+    }
+
+    /// Handles the control sequence at `i`; returns where scanning goes on.
+    fn command(&mut self, file: usize, text: &str, i: usize) -> usize {
+        let bytes = text.as_bytes();
+        let n = bytes.len();
+        if i + 1 >= n {
+            return n;
+        }
+        let c = bytes[i + 1];
+        if !c.is_ascii_alphabetic() && c != b'@' {
+            // Control symbol.
+            match c {
+                b'\\' => {
+                    self.math_line_break(i);
+                    return i + 2;
+                }
+                b'[' => {
+                    // Unnumbered display math: prose of the paragraph.
+                    self.mark_text(file, i);
+                    let end = find_from(text, i + 2, "\\]").map_or(n, |k| k + 2);
+                    self.scan_refs_in(file, text, i + 2, end.saturating_sub(2));
+                    self.extend_text(end);
+                    return end;
+                }
+                b'\n' | b' ' | b'\t' => return i + 1,
+                _ => {
+                    self.mark_text(file, i);
+                    let len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                    return i + 1 + len;
+                }
+            }
+        }
+        let mut j = i + 1;
+        while j < n && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'@') {
+            j += 1;
+        }
+        let name = &text[i + 1..j];
+        let starred = bytes.get(j) == Some(&b'*');
+        let after_star = if starred { j + 1 } else { j };
+        match name {
+            "begin" => self.begin(file, text, i, j),
+            "end" => self.end(file, text, i, j),
+            "input" | "include" | "subfile" | "InputIfFileExists" | "import" | "subimport" | "includefrom" | "inputfrom" => {
+                self.input(file, text, i, j, name)
+            }
+            "part" | "chapter" | "section" | "subsection" | "subsubsection" | "paragraph" | "subparagraph" | "addchap" | "addsec" => {
+                if self.in_body {
+                    self.section(file, text, i, after_star, name, starred)
+                } else {
+                    after_star
+                }
+            }
+            "appendix" => {
+                self.appendix();
+                j
+            }
+            "frontmatter" => {
+                self.numbered_chapters = false;
+                j
+            }
+            "mainmatter" => {
+                self.numbered_chapters = true;
+                j
+            }
+            "backmatter" => {
+                self.numbered_chapters = false;
+                j
+            }
+            "label" => self.label(file, text, i, j),
+            "ref" | "autoref" | "Autoref" | "pageref" | "nameref" | "Nameref" | "vref" | "Vref" | "vpageref" | "hyperref" | "fref" | "Fref" => {
+                self.reference(file, text, i, after_star, MentionKind::Ref, false)
+            }
+            "eqref" => self.reference(file, text, i, after_star, MentionKind::Eqref, false),
+            "cref" | "Cref" | "cpageref" | "Cpageref" | "labelcref" | "namecref" | "nameCref" | "lcnamecref" | "crefrange" | "Crefrange" | "cpagerefrange" | "Cpagerefrange" => {
+                self.reference(file, text, i, after_star, MentionKind::Cref, true)
+            }
+            "uses" => self.reference(file, text, i, after_star, MentionKind::Uses, true),
+            "caption" | "captionof" => self.caption(file, text, i, after_star, name == "captionof"),
+            "newtheorem" => self.newtheorem(file, text, i, after_star, starred),
+            "declaretheorem" => self.declaretheorem(text, after_star),
+            "newaliascnt" => {
+                if let (Some((a, e1)), true) = (arg(text, j), true) {
+                    if let Some((bname, e2)) = arg(text, e1) {
+                        self.counters.alias(a.trim(), bname.trim());
+                        return e2;
+                    }
+                }
+                j
+            }
+            "let" => self.let_counter(text, j),
+            "numberwithin" | "counterwithin" => {
+                let o = skip_opt(text, after_star);
+                if let Some((a, e1)) = arg(text, o) {
+                    if let Some((w, e2)) = arg(text, e1) {
+                        self.counters.set_within(a.trim(), Some(w.trim()));
+                        return e2;
+                    }
+                }
+                j
+            }
+            "counterwithout" => {
+                let o = skip_opt(text, after_star);
+                if let Some((a, e1)) = arg(text, o) {
+                    if let Some((_, e2)) = arg(text, e1) {
+                        self.counters.set_within(a.trim(), None);
+                        return e2;
+                    }
+                }
+                j
+            }
+            "setcounter" => {
+                if let Some((a, e1)) = arg(text, j) {
+                    if let Some((v, e2)) = arg(text, e1) {
+                        if let Ok(v) = v.trim().parse::<i64>() {
+                            if a.trim() == "secnumdepth" {
+                                self.secnumdepth = v as i32;
+                            } else {
+                                self.counters.set_value(a.trim(), v);
+                            }
+                        }
+                        return e2;
+                    }
+                }
+                j
+            }
+            "newcommand" | "renewcommand" | "providecommand" | "DeclareRobustCommand" | "newrobustcmd" | "renewrobustcmd" => {
+                self.newcommand(file, text, i, after_star)
+            }
+            "def" | "gdef" | "edef" | "xdef" => self.def(file, text, i, j),
+            "newenvironment" | "renewenvironment" => {
+                // name, optional args, begin code, end code: none of it is prose.
+                let mut k = after_star;
+                k = arg(text, k).map_or(k, |a| a.1);
+                k = skip_opt(text, k);
+                k = skip_opt(text, k);
+                k = arg(text, k).map_or(k, |a| a.1);
+                arg(text, k).map_or(k, |a| a.1)
+            }
+            "documentclass" => {
+                let o = skip_opt(text, j);
+                if let Some((cls, e)) = arg(text, o) {
+                    let cls = cls.trim();
+                    if matches!(cls, "book" | "report" | "scrbook" | "scrreprt" | "memoir" | "amsbook" | "tufte-book" | "ctexbook") {
+                        self.with_chapters = true;
+                        self.counters = Counters::for_class(true);
+                        self.secnumdepth = 2;
+                    }
+                    return e;
+                }
+                j
+            }
+            "externaldocument" | "externalcitedocument" => {
+                let (prefix, o) = opt(text, j);
+                if let Some((f, e)) = arg(text, o) {
+                    self.externals.push((prefix.unwrap_or_default(), f.trim().to_string()));
+                    return e;
+                }
+                j
+            }
+            "bibliography" | "addbibresource" | "addglobalbib" => {
+                let o = skip_opt(text, j);
+                if let Some((files, e)) = arg(text, o) {
+                    for f in files.split(',') {
+                        let f = f.trim();
+                        if f.is_empty() {
+                            continue;
+                        }
+                        let mut p = self.dir.join(f);
+                        if p.extension().is_none() {
+                            p.set_extension("bib");
+                        }
+                        if !self.bib_files.contains(&p) {
+                            self.bib_files.push(p);
+                        }
+                    }
+                    return e;
+                }
+                j
+            }
+            "bibitem" => self.bibitem(file, text, i, j),
+            "tag" => {
+                if let Some((t, e)) = arg(text, after_star) {
+                    if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+                        m.line.tag = Some(t.trim().to_string());
+                    }
+                    return e;
+                }
+                j
+            }
+            "notag" | "nonumber" => {
+                if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+                    m.line.notag = true;
+                }
+                j
+            }
+            "verb" | "lstinline" | "mintinline" | "Verb" => self.verb(file, text, i, after_star),
+            "usepackage" | "RequirePackage" | "bibliographystyle" | "vspace" | "hspace" | "setlength" | "addtolength" | "pagestyle"
+            | "thispagestyle" | "includegraphics" | "crefname" | "Crefname" | "crefformat" | "Crefformat" | "theoremstyle"
+            | "newlength" | "newcounter" | "hypersetup" | "title" | "author" | "date" | "address" | "email"
+            | "keywords" | "subjclass" | "thanks" | "graphicspath" | "lstset" | "lstdefinestyle" | "lstdefinelanguage" | "definecolor"
+            | "DeclareMathOperator" | "newif" | "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures"
+            | "listoftables" | "clearpage" | "cleardoublepage" | "newpage" | "printbibliography" | "printindex" | "index" | "nocite"
+            | "selectlanguage" | "setdefaultlanguage" | "addcontentsline" | "markboth" | "markright" | "centering" | "noindent"
+            | "medskip" | "bigskip" | "smallskip" | "leanok" | "lean" | "mathlibok" | "notready" | "discussion" | "proves" => {
+                if name == "newcounter" {
+                    if let Some((c, e1)) = arg(text, j) {
+                        let (w, e2) = opt(text, e1);
+                        self.counters.define(c.trim(), w.as_deref().map(str::trim));
+                        return e2;
+                    }
+                }
+                let mut k = skip_opt(text, after_star);
+                if takes_arg(name) {
+                    k = arg(text, k).map_or(k, |a| a.1);
+                    if matches!(name, "setlength" | "addtolength" | "crefname" | "Crefname" | "crefformat" | "Crefformat" | "definecolor" | "DeclareMathOperator" | "addcontentsline" | "markboth" | "lstdefinestyle" | "lstdefinelanguage") {
+                        k = arg(text, k).map_or(k, |a| a.1);
+                        if matches!(name, "crefname" | "Crefname" | "definecolor" | "addcontentsline") {
+                            k = arg(text, k).map_or(k, |a| a.1);
+                        }
+                        if name == "definecolor" {
+                            k = arg(text, k).map_or(k, |a| a.1);
+                        }
+                    }
+                }
+                k
+            }
+            _ if is_cite(name) => self.cite(file, text, i, after_star),
+            _ if self.macros.contains_key(name) => self.expand_macro(file, text, i, j, name),
+            "item" => {
+                self.mark_text(file, i);
+                j
+            }
+            _ => {
+                self.mark_text(file, i);
+                j
+            }
+        }
+    }
+
+    // ---------- structure ----------
+
+    fn section(&mut self, file: usize, text: &str, i: usize, after: usize, name: &str, starred: bool) -> usize {
+        self.close_paragraph();
+        let (level, env) = match name {
+            "part" => (-1, "part"),
+            "chapter" | "addchap" => (0, "chapter"),
+            "section" | "addsec" => (1, "section"),
+            "subsection" => (2, "subsection"),
+            "subsubsection" => (3, "subsubsection"),
+            "paragraph" => (4, "paragraph"),
+            _ => (5, "subparagraph"),
+        };
+        let o = skip_opt(text, after);
+        let (title, end) = match arg(text, o) {
+            Some((t, e)) => (Some(clean_title(t)), e),
+            None => {
+                self.b.diag(file, i, Severity::Warning, format!("\\{name} without a title argument"));
+                (None, after)
+            }
+        };
+        // Close open sections at this level or deeper; a unit environment left open is an error of the input.
+        self.close_unit_envs(file, i);
+        while let Some(&(l, u)) = self.sections.last() {
+            if l >= level {
+                self.close_unit_at(u, file, i);
+                self.sections.pop();
+            } else {
+                break;
+            }
+        }
+        let numbered = !starred
+            && !matches!(name, "addchap" | "addsec")
+            && level <= self.secnumdepth
+            && !(level == 0 && !self.numbered_chapters)
+            && !(level > 0 && self.with_chapters && !self.numbered_chapters && self.sections.iter().all(|s| s.0 > 0));
+        let parent = self.sections.last().map_or(0, |s| s.1);
+        let unit = self.b.unit(UnitKind::Section, env, level, parent, file, i, end);
+        self.b.set_prefix(unit, match level { -1 => "part", 0 => "ch", _ => "sec" });
+        if numbered {
+            self.counters.step(env);
+            let number = self.counters.the(env);
+            self.b.doc.units[unit].numbers = vec![number.clone()];
+            self.b.doc.units[unit].number = Some(number);
+        }
+        self.b.doc.units[unit].title = title;
+        self.sections.push((level, unit));
+        // References inside the title (rare, but real) belong to the section.
+        self.scan_refs_in(file, text, o, end);
+        end
+    }
+
+    fn appendix(&mut self) {
+        let top = if self.with_chapters { "chapter" } else { "section" };
+        self.counters.set_value(top, 0);
+        self.counters.set_style(top, Style::Alph);
+        self.numbered_chapters = true;
+    }
+
+    /// Closes a unit at a position (sections and environments spanning files end at their file's end).
+    fn close_unit_at(&mut self, unit: usize, file: usize, at: usize) {
+        let u = &mut self.b.doc.units[unit];
+        u.end_byte = if u.file == file { at.max(u.start_byte) } else { self.b.texts[u.file].len() };
+    }
+
+    /// A section command while a unit environment is open: the environment was never closed.
+    fn close_unit_envs(&mut self, file: usize, at: usize) {
+        while let Some(pos) = self.envs.iter().rposition(|e| e.unit.is_some()) {
+            let env = self.envs.remove(pos);
+            let (ef, es) = (env.file, env.start);
+            self.b.diag(ef, es, Severity::Error, format!("\\begin{{{}}} is not closed before the next section", env.name));
+            if let Some(u) = env.unit {
+                self.close_unit_at(u, file, at);
+            }
+            self.envs.truncate(pos);
+        }
+    }
+
+    fn begin(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
+        let Some((name, after)) = arg(text, j) else {
+            self.b.diag(file, i, Severity::Warning, "\\begin without an environment name".into());
+            return j;
+        };
+        let name = name.trim().to_string();
+        let base = name.trim_end_matches('*');
+        let starred = name.ends_with('*');
+        if name == "document" {
+            self.in_body = true;
+            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None });
+            return after;
+        }
+        if !self.in_body {
+            // Environments in the preamble hold no units.
+            return after;
+        }
+        // Verbatim-like: raw content up to the matching \end.
+        if matches!(base, "verbatim" | "Verbatim" | "lstlisting" | "minted" | "comment" | "BVerbatim" | "LVerbatim" | "alltt" | "code" | "lean" | "filecontents") {
+            let close = format!("\\end{{{name}}}");
+            let end = match find_from(text, after, &close) {
+                Some(k) => k + close.len(),
+                None => {
+                    self.b.diag(file, i, Severity::Error, format!("\\begin{{{name}}} is never closed"));
+                    text.len()
+                }
+            };
+            self.skipped[file].push((after, end));
+            if base == "comment" || base == "filecontents" {
+                return end;
+            }
+            let in_float = self.envs.iter().any(|e| e.unit.is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing));
+            if in_float {
+                return end;
+            }
+            self.close_paragraph();
+            let parent = self.container();
+            let unit = self.b.unit(UnitKind::Listing, base, 0, parent, file, i, end);
+            if base == "lstlisting" {
+                let (opts, _) = opt(text, after);
+                if let Some(opts) = opts {
+                    let kv = keyvals(&opts);
+                    if let Some(c) = kv.get("caption") {
+                        self.counters.step("lstlisting");
+                        let number = self.counters.the("lstlisting");
+                        let u = &mut self.b.doc.units[unit];
+                        u.title = Some(clean_title(c));
+                        u.numbers = vec![number.clone()];
+                        u.number = Some(number.clone());
+                    }
+                    if let Some(l) = kv.get("label") {
+                        let number = self.b.doc.units[unit].number.clone();
+                        self.b.add_label(unit, l.trim(), number, file, i);
+                    }
+                }
+            }
+            return end;
+        }
+        let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
+            "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => Some((UnitKind::Figure, base, Some("figure"))),
+            "table" | "wraptable" | "sidewaystable" | "SCtable" | "tabwindow" => Some((UnitKind::Table, base, Some("table"))),
+            "algorithm" | "algorithm2e" => Some((UnitKind::Algorithm, base, Some("algorithm"))),
+            "listing" => Some((UnitKind::Listing, base, Some("listing"))),
+            "proof" => Some((UnitKind::Proof, "proof", None)),
+            "thebibliography" => Some((UnitKind::Section, "bibliography", None)),
+            _ => None,
+        };
+        if let Some((kind, env, float_counter)) = kind_and_counter {
+            self.close_paragraph();
+            let parent = if kind == UnitKind::Section { self.sections.last().map_or(0, |s| s.1) } else { self.container() };
+            let unit = self.b.unit(kind, env, 0, parent, file, i, after);
+            let mut end = after;
+            if kind == UnitKind::Proof {
+                let (title, e) = opt(text, after);
+                self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
+                end = e;
+            }
+            if kind == UnitKind::Section {
+                self.b.doc.units[unit].title = Some("References".into());
+                end = arg(text, after).map_or(after, |a| a.1);
+            }
+            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter });
+            return end;
+        }
+        if let Some((per_line, numbered_env)) = math_env(base) {
+            if starred && !numbered_env {
+                return after;
+            }
+            if starred {
+                // Unnumbered display (unless \tag): stays in the paragraph's text.
+                self.mark_text(file, i);
+                return after;
+            }
+            self.close_paragraph();
+            let parent = self.container();
+            let unit = self.b.unit(UnitKind::Equation, base, 0, parent, file, i, after);
+            let after = if base == "alignat" { arg(text, after).map_or(after, |a| a.1) } else { after };
+            let math = MathState {
+                per_line,
+                starred,
+                depth: self.depth,
+                line: MathLine { tag: None, notag: false, labels: vec![] },
+                numbers: vec![],
+                labels: vec![],
+            };
+            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: Some(math), float_counter: None });
+            return after;
+        }
+        if base == "subequations" {
+            self.counters.step("equation");
+            self.subequation = Some((self.counters.the("equation"), 0));
+            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None });
+            return after;
+        }
+        if let Some(def) = self.theorems.get(base).cloned() {
+            self.close_paragraph();
+            let parent = self.container();
+            let display = def.display.clone();
+            let unit = self.b.unit(UnitKind::Theorem, &display.to_lowercase(), 0, parent, file, i, after);
+            self.b.set_prefix(unit, &theorem_prefix(&display));
+            let (title, end) = opt(text, after);
+            if let (Some(counter), false) = (&def.counter, starred) {
+                self.counters.step(counter);
+                let number = self.counters.the(counter);
+                let u = &mut self.b.doc.units[unit];
+                u.numbers = vec![number.clone()];
+                u.number = Some(number);
+            }
+            self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
+            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter: None });
+            return end;
+        }
+        // Any other environment (lists, center, tabular …) is part of the surrounding text.
+        self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None });
+        after
+    }
+
+    fn end(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
+        let Some((name, after)) = arg(text, j) else {
+            self.b.diag(file, i, Severity::Warning, "\\end without an environment name".into());
+            return j;
+        };
+        let name = name.trim();
+        if name == "document" {
+            self.close_paragraph();
+            self.done = true;
+            self.envs.retain(|e| e.name != "document");
+            return after;
+        }
+        if !self.in_body {
+            return after;
+        }
+        let Some(pos) = self.envs.iter().rposition(|e| e.name == name) else {
+            if math_env(name.trim_end_matches('*')).is_some() && name.ends_with('*') {
+                return after;
+            }
+            self.b.diag(file, i, Severity::Warning, format!("\\end{{{name}}} without a matching \\begin"));
+            return after;
+        };
+        while self.envs.len() > pos + 1 {
+            let inner = self.envs.pop().expect("stack is longer than pos");
+            self.b.diag(inner.file, inner.start, Severity::Warning, format!("\\begin{{{}}} is closed by \\end{{{name}}}", inner.name));
+            if let Some(u) = inner.unit {
+                self.close_unit_at(u, file, i);
+            }
+        }
+        let mut env = self.envs.pop().expect("pos is in the stack");
+        if name == "subequations" {
+            self.subequation = None;
+        }
+        if let Some(unit) = env.unit {
+            if let Some(math) = env.math.as_mut() {
+                finish_math_line(math, &mut self.counters, &mut self.subequation);
+                let numbers = std::mem::take(&mut math.numbers);
+                let labels = std::mem::take(&mut math.labels);
+                for (l, number, at) in labels {
+                    self.b.add_label(unit, &l, number, file, at);
+                }
+                let u = &mut self.b.doc.units[unit];
+                u.number = match numbers.as_slice() {
+                    [] => None,
+                    [one] => Some(one.clone()),
+                    [first, .., last] => Some(format!("{first}–{last}")),
+                };
+                u.numbers = numbers;
+            }
+            self.close_unit_at(unit, file, after);
+            if self.b.doc.units[unit].kind != UnitKind::Section {
+                self.close_paragraph();
+            }
+        }
+        after
+    }
+
+    fn math_line_break(&mut self, _i: usize) {
+        let depth = self.depth;
+        let Some(env) = self.envs.last_mut() else { return };
+        let Some(math) = env.math.as_mut() else { return };
+        if math.depth != depth || !math.per_line {
+            return;
+        }
+        finish_math_line(math, &mut self.counters, &mut self.subequation);
+    }
+
+    fn input(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
+        let (target, end) = match name {
+            "import" | "subimport" | "includefrom" | "inputfrom" => {
+                let Some((d, e1)) = arg(text, j) else { return j };
+                let Some((f, e2)) = arg(text, e1) else { return e1 };
+                (format!("{}/{}", d.trim().trim_end_matches('/'), f.trim()), e2)
+            }
+            _ => match arg(text, j) {
+                Some((f, e)) => (f.trim().to_string(), e),
+                None => {
+                    // `\input file` without braces.
+                    let rest = &text[j..];
+                    let start = j + (rest.len() - rest.trim_start_matches([' ', '\t']).len());
+                    let stop = text[start..].find(|c: char| c.is_whitespace() || c == '}' || c == '%').map_or(text.len(), |k| start + k);
+                    if stop == start {
+                        return j;
+                    }
+                    (text[start..stop].to_string(), stop)
+                }
+            },
+        };
+        let end = if name == "InputIfFileExists" { arg(text, end).map_or(end, |a| a.1) } else { end };
+        if target.contains('#') || target.contains('\\') {
+            // A macro argument or computed name: nothing to follow.
+            return end;
+        }
+        let Some(path) = self.find_input(&target) else {
+            if self.in_body || name != "InputIfFileExists" {
+                self.b.diag(file, i, Severity::Warning, format!("\\{name}{{{target}}}: file not found"));
+            }
+            return end;
+        };
+        let canon = canonical(&path);
+        if self.include_stack.contains(&canon) {
+            self.b.diag(file, i, Severity::Error, format!("\\{name}{{{target}}}: include cycle ({} is already being read)", path.display()));
+            return end;
+        }
+        if self.include_stack.len() >= MAX_INCLUDE_DEPTH {
+            self.b.diag(file, i, Severity::Error, format!("\\{name}{{{target}}}: includes nested deeper than {MAX_INCLUDE_DEPTH}"));
+            return end;
+        }
+        match read_text(&path) {
+            Ok(t) => {
+                self.close_paragraph();
+                let f = self.b.add_file(&path.display().to_string(), t);
+                self.include_stack.push(canon);
+                self.scan(f);
+                self.include_stack.pop();
+                self.close_paragraph();
+            }
+            Err(e) => self.b.diag(file, i, Severity::Error, format!("\\{name}{{{target}}}: {}: {e}", path.display())),
+        }
+        end
+    }
+
+    fn find_input(&self, target: &str) -> Option<PathBuf> {
+        let base = self.dir.join(target);
+        let mut candidates = vec![base.clone()];
+        if base.extension().is_none_or(|e| e != "tex") {
+            let mut p = base.clone().into_os_string();
+            p.push(".tex");
+            candidates.insert(0, PathBuf::from(p));
+        }
+        candidates.into_iter().find(|p| p.is_file())
+    }
+
+    fn label(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
+        let Some((l, end)) = arg(text, j) else {
+            self.b.diag(file, i, Severity::Warning, "\\label without an argument".into());
+            return j;
+        };
+        let l = l.trim().to_string();
+        if !self.in_body || l.contains('#') {
+            return end;
+        }
+        // In display math, the label names the current line.
+        if let Some(math) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+            math.line.labels.push((l, i));
+            return end;
+        }
+        let unit = if let Some(env) = self.envs.iter().rev().find(|e| e.unit.is_some()) {
+            env.unit.unwrap_or(0)
+        } else {
+            self.sections.last().map_or(0, |s| s.1)
+        };
+        if unit == 0 {
+            self.b.diag(file, i, Severity::Info, format!("\\label{{{l}}} before the first numbered unit names the document"));
+        }
+        let number = self.b.doc.units[unit].number.clone();
+        self.b.add_label(unit, &l, number, file, i);
+        end
+    }
+
+    fn caption(&mut self, file: usize, text: &str, i: usize, after: usize, captionof: bool) -> usize {
+        let mut k = after;
+        let mut counter: Option<&'static str> = None;
+        if captionof {
+            let Some((c, e)) = arg(text, k) else { return k };
+            counter = match c.trim() {
+                "figure" => Some("figure"),
+                "table" => Some("table"),
+                "algorithm" => Some("algorithm"),
+                _ => None,
+            };
+            k = e;
+        }
+        let k = skip_opt(text, k);
+        let Some((cap, end)) = arg(text, k) else { return k };
+        // A caption inside a sub-figure environment numbers the sub-figure, not the float.
+        if self.envs.iter().rev().take_while(|e| e.unit.is_none()).any(|e| e.name.starts_with("sub")) {
+            self.scan_refs_in(file, text, k, end);
+            return end;
+        }
+        let Some(pos) = self.envs.iter().rposition(|e| e.unit.is_some()) else {
+            self.scan_refs_in(file, text, k, end);
+            return end;
+        };
+        let unit = self.envs[pos].unit.unwrap_or(0);
+        let counter = counter.or(self.envs[pos].float_counter);
+        if let Some(c) = counter {
+            self.counters.step(c);
+            let number = self.counters.the(c);
+            let u = &mut self.b.doc.units[unit];
+            if u.number.is_none() {
+                u.number = Some(number.clone());
+            }
+            u.numbers.push(number);
+        }
+        let u = &mut self.b.doc.units[unit];
+        if u.title.is_none() {
+            u.title = Some(clean_title(cap));
+        }
+        self.scan_refs_in(file, text, k, end);
+        let _ = i;
+        end
+    }
+
+    fn bibitem(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
+        let o = skip_opt(text, j);
+        let Some((key, end)) = arg(text, o) else { return j };
+        self.close_paragraph();
+        let Some(pos) = self.envs.iter().rposition(|e| e.name == "thebibliography") else { return end };
+        // The previous item ends where this one starts.
+        let bib_section = self.envs[pos].unit.unwrap_or(0);
+        if let Some(prev) = self.envs.get(pos + 1).and_then(|e| e.unit) {
+            self.close_unit_at(prev, file, i);
+            self.envs.truncate(pos + 1);
+        }
+        let unit = self.b.unit(UnitKind::Bibitem, "bibitem", 0, bib_section, file, i, end);
+        let key = key.trim().to_string();
+        let u = &mut self.b.doc.units[unit];
+        u.id = format!("bib:{key}");
+        u.label = Some(key);
+        self.envs.push(OpenEnv { name: "bibitem".into(), unit: Some(unit), file, start: i, math: None, float_counter: None });
+        end
+    }
+
+    // ---------- definitions ----------
+
+    fn newtheorem(&mut self, file: usize, text: &str, i: usize, after: usize, starred: bool) -> usize {
+        let Some((env, e1)) = arg(text, after) else { return after };
+        let (shared, e2) = opt(text, e1);
+        let Some((display, e3)) = arg(text, e2) else {
+            self.b.diag(file, i, Severity::Warning, "\\newtheorem without a display name".into());
+            return e2;
+        };
+        let (within, e4) = opt(text, e3);
+        self.define_theorem(env.trim(), &clean_title(display), shared.as_deref(), within.as_deref(), starred);
+        e4
+    }
+
+    fn define_theorem(&mut self, env: &str, display: &str, shared: Option<&str>, within: Option<&str>, starred: bool) {
+        if env.contains('#') {
+            return;
+        }
+        let counter = if starred {
+            None
+        } else if let Some(s) = shared.map(str::trim).filter(|s| !s.is_empty()) {
+            if s != env && !self.counters.exists(s) {
+                self.counters.define(s, None);
+            }
+            if s != env && !self.counters.exists(env) {
+                self.counters.alias(env, s);
+            }
+            Some(s.to_string())
+        } else {
+            self.counters.define(env, within.map(str::trim).filter(|w| !w.is_empty()));
+            Some(env.to_string())
+        };
+        self.theorems.insert(env.to_string(), TheoremDef { display: display.to_string(), counter });
+    }
+
+    fn declaretheorem(&mut self, text: &str, after: usize) -> usize {
+        let (opts, o) = opt(text, after);
+        let Some((env, mut end)) = arg(text, o) else { return o };
+        if opts.is_none() {
+            let (o2, e) = opt(text, end);
+            end = e;
+            return self.declaretheorem_with(env, o2, end);
+        }
+        self.declaretheorem_with(env, opts, end)
+    }
+
+    fn declaretheorem_with(&mut self, env: &str, opts: Option<String>, end: usize) -> usize {
+        let kv = keyvals(opts.as_deref().unwrap_or(""));
+        let env = env.trim();
+        let display = kv.get("name").cloned().unwrap_or_else(|| capitalise(env));
+        let shared = kv.get("sibling").or(kv.get("numberlike")).or(kv.get("sharenumber")).cloned();
+        let within = kv.get("numberwithin").or(kv.get("parent")).cloned();
+        let starred = kv.get("numbered").is_some_and(|v| v == "no");
+        self.define_theorem(env, &display, shared.as_deref(), within.as_deref(), starred);
+        end
+    }
+
+    fn let_counter(&mut self, text: &str, j: usize) -> usize {
+        static LET: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*\\c@([A-Za-z]+)\s*=?\s*\\c@([A-Za-z]+)").expect("valid"));
+        if let Some(c) = LET.captures(&text[j..]) {
+            self.counters.alias(&c[1], &c[2]);
+            return j + c.get(0).map_or(0, |m| m.end());
+        }
+        j
+    }
+
+    fn newcommand(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
+        // \newcommand{\name}[n][default]{body} or \newcommand\name[n]{body}
+        let (name, k) = match arg(text, after) {
+            Some((n, e)) => (n.trim().trim_start_matches('\\').to_string(), e),
+            None => {
+                let rest = &text[after..];
+                let t = rest.trim_start();
+                let off = after + rest.len() - t.len();
+                if !t.starts_with('\\') {
+                    return after;
+                }
+                let len = t[1..].find(|c: char| !c.is_ascii_alphabetic() && c != '@').unwrap_or(t.len() - 1);
+                (t[1..1 + len].to_string(), off + 1 + len)
+            }
+        };
+        let (params, k) = opt(text, k);
+        let (optional, k) = opt(text, k);
+        let Some((body, end)) = arg(text, k) else {
+            self.b.diag(file, i, Severity::Warning, format!("\\newcommand{{\\{name}}}: body not found (unbalanced braces?)"));
+            return k;
+        };
+        let params = params.and_then(|p| p.trim().parse().ok()).unwrap_or(0);
+        self.remember_macro(&name, params, optional, body);
+        end
+    }
+
+    fn def(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
+        // \def\name#1#2{body}
+        let rest = &text[j..];
+        let t = rest.trim_start();
+        let off = j + rest.len() - t.len();
+        if !t.starts_with('\\') {
+            return j;
+        }
+        let len = t[1..].find(|c: char| !c.is_ascii_alphabetic() && c != '@').unwrap_or(t.len() - 1);
+        let name = t[1..1 + len].to_string();
+        let k = off + 1 + len;
+        let Some(brace) = text[k..].find('{').map(|b| k + b) else { return k };
+        let spec = &text[k..brace];
+        if spec.len() > 40 || spec.contains('\n') && spec.trim().is_empty() && spec.len() > 2 {
+            return k;
+        }
+        let params = spec.matches('#').count();
+        let Some((body, end)) = arg(text, brace) else {
+            self.b.diag(file, i, Severity::Warning, format!("\\def\\{name}: body not found (unbalanced braces?)"));
+            return k;
+        };
+        self.remember_macro(&name, params, None, body);
+        end
+    }
+
+    fn remember_macro(&mut self, name: &str, params: usize, optional: Option<String>, body: &str) {
+        static INTERESTING: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses)\b").expect("valid")
+        });
+        if INTERESTING.is_match(body) && params <= 9 {
+            self.macros.insert(name.to_string(), Macro { params, optional, body: body.to_string() });
+        } else {
+            self.macros.remove(name);
+        }
+    }
+
+    fn expand_macro(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
+        let Some(m) = self.macros.get(name).cloned() else { return j };
+        let mut args: Vec<String> = Vec::new();
+        let mut k = j;
+        for p in 0..m.params {
+            if p == 0 {
+                if let Some(default) = &m.optional {
+                    let (o, e) = opt(text, k);
+                    args.push(o.unwrap_or_else(|| default.clone()));
+                    k = e;
+                    continue;
+                }
+            }
+            match arg(text, k) {
+                Some((a, e)) => {
+                    args.push(a.to_string());
+                    k = e;
+                }
+                None => break,
+            }
+        }
+        let mut body = m.body.clone();
+        for (n, a) in args.iter().enumerate().rev() {
+            body = body.replace(&format!("#{}", n + 1), a);
+        }
+        // Theorem-defining macros (`\defthm{lem}{Lemma}{Lemmas}`) run in the preamble.
+        static NEWTHM: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\\newtheorem(\*?)\{([^}]*)\}(?:\[([^\]]*)\])?\{([^}]*)\}(?:\[([^\]]*)\])?").expect("valid"));
+        static ALIAS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\newaliascnt\{([^}]*)\}\{([^}]*)\}").expect("valid"));
+        for c in ALIAS.captures_iter(&body) {
+            self.counters.alias(&c[1], &c[2]);
+        }
+        for c in NEWTHM.captures_iter(&body) {
+            let starred = !c[1].is_empty();
+            let display = clean_title(&c[4]);
+            self.define_theorem(c[2].trim(), &display, c.get(3).map(|m| m.as_str()), c.get(5).map(|m| m.as_str()), starred);
+        }
+        if self.in_body {
+            self.mark_text(file, i);
+            let unit = self.current_unit();
+            for (kind, key) in refs_in(&body) {
+                self.b.mention(unit, file, i, k, if kind == MentionKind::Cite { kind } else { MentionKind::Macro }, key);
+            }
+        }
+        k
+    }
+
+    // ---------- references ----------
+
+    fn reference(&mut self, file: usize, text: &str, i: usize, after: usize, kind: MentionKind, list: bool) -> usize {
+        let o = skip_opt(text, after);
+        let Some((keys, end)) = arg(text, o) else {
+            self.b.diag(file, i, Severity::Warning, format!("\\{} without an argument", &text[i + 1..after]));
+            return after;
+        };
+        // \crefrange{a}{b} takes two labels.
+        let mut end = end;
+        let mut all = vec![(keys.to_string(), o)];
+        if text[i..after].contains("range") {
+            if let Some((k2, e2)) = arg(text, end) {
+                all.push((k2.to_string(), end));
+                end = e2;
+            }
+        }
+        if !self.in_body {
+            return end;
+        }
+        if kind != MentionKind::Uses {
+            self.mark_text(file, i);
+        }
+        let unit = self.current_unit();
+        let single = all.len() == 1 && (!list || !keys.contains(','));
+        for (keys, group_start) in all {
+            let content_start = text[group_start..].find('{').map_or(group_start, |b| group_start + b + 1);
+            for (s, e, key) in split_keys(&keys, list) {
+                let key = key.trim_matches(|c| c == '{' || c == '}').trim();
+                if key.is_empty() || key.contains('#') {
+                    continue;
+                }
+                // A single key takes the whole command as its span; keys of a list take their own bytes.
+                let (ms, me) = if single { (i, end) } else { (content_start + s, content_start + e) };
+                self.b.mention(unit, file, ms, me, kind, TargetKey::Label(key.to_string()));
+            }
+        }
+        end
+    }
+
+    fn cite(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
+        let mut k = skip_opt(text, after);
+        k = skip_opt(text, k);
+        let Some((keys, end)) = arg(text, k) else { return after };
+        if !self.in_body {
+            return end;
+        }
+        self.mark_text(file, i);
+        let unit = self.current_unit();
+        let content_start = text[k..].find('{').map_or(k, |b| k + b + 1);
+        let parts = split_keys(keys, true);
+        let single = parts.len() == 1;
+        for (s, e, key) in parts {
+            let key = key.trim();
+            if key.is_empty() || key == "*" || key.contains('#') {
+                continue;
+            }
+            let (ms, me) = if single { (i, end) } else { (content_start + s, content_start + e) };
+            self.b.mention(unit, file, ms, me, MentionKind::Cite, TargetKey::Citation(key.to_string()));
+        }
+        end
+    }
+
+    /// Reference commands inside an argument already consumed (titles, captions, `\[ \]`).
+    fn scan_refs_in(&mut self, file: usize, text: &str, start: usize, end: usize) {
+        if !self.in_body || start >= end {
+            return;
+        }
+        static CMD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|citep|citet|label|uses)\b\*?").expect("valid"));
+        let slice = &text[start..end];
+        let found: Vec<(usize, usize, String)> =
+            CMD.captures_iter(slice).map(|c| (start + c.get(0).map_or(0, |m| m.start()), start + c.get(0).map_or(0, |m| m.end()), c[1].to_string())).collect();
+        for (s, e, name) in found {
+            let _ = match name.as_str() {
+                "label" => {
+                    if self.envs.iter().any(|e| e.math.is_some()) {
+                        self.label(file, text, s, e)
+                    } else {
+                        e
+                    }
+                }
+                "eqref" => self.reference(file, text, s, e, MentionKind::Eqref, false),
+                "cref" | "Cref" | "uses" => self.reference(file, text, s, e, if name == "uses" { MentionKind::Uses } else { MentionKind::Cref }, true),
+                n if is_cite(n) => self.cite(file, text, s, e),
+                _ => self.reference(file, text, s, e, MentionKind::Ref, false),
+            };
+        }
+    }
+
+    fn verb(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
+        self.mark_text(file, i);
+        let k = skip_opt(text, after);
+        let Some(delim) = text[k..].chars().next() else { return text.len() };
+        if delim == '{' {
+            let end = arg(text, k).map_or(text.len(), |a| a.1);
+            self.skipped[file].push((k, end));
+            self.extend_text(end);
+            return end;
+        }
+        let start = k + delim.len_utf8();
+        let end = text[start..].find(delim).map_or_else(|| text[start..].find('\n').map_or(text.len(), |e| start + e), |e| start + e + delim.len_utf8());
+        self.skipped[file].push((k, end));
+        self.extend_text(end);
+        end
+    }
+
+    // ---------- end of input ----------
+
+    fn finish_scan(&mut self) {
+        self.close_paragraph();
+        for env in std::mem::take(&mut self.envs) {
+            if env.name != "document" {
+                self.b.diag(env.file, env.start, Severity::Error, format!("\\begin{{{}}} is never closed", env.name));
+            }
+            if let Some(u) = env.unit {
+                let f = self.b.doc.units[u].file;
+                let len = self.b.texts[f].len();
+                self.b.doc.units[u].end_byte = len;
+            }
+        }
+        for (_, u) in std::mem::take(&mut self.sections) {
+            let f = self.b.doc.units[u].file;
+            let len = self.b.texts[f].len();
+            self.b.doc.units[u].end_byte = self.b.doc.units[u].end_byte.max(len);
+        }
+        self.read_bibliographies();
+        let skipped = std::mem::take(&mut self.skipped);
+        self.b.prose_mentions(&skipped);
+        self.b.doc.externals = std::mem::take(&mut self.externals);
+    }
+
+    fn read_bibliographies(&mut self) {
+        static ENTRY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^[ \t]*@([A-Za-z]+)\s*[{(]\s*([^,\s{}()]+)\s*,").expect("valid"));
+        static TITLE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i)\btitle\s*=\s*[{"]"#).expect("valid"));
+        let files = std::mem::take(&mut self.bib_files);
+        if files.is_empty() {
+            return;
+        }
+        let section = self.b.unit(UnitKind::Section, "bibliography", 1, 0, 0, 0, 0);
+        self.b.doc.units[section].title = Some("References".into());
+        self.b.set_prefix(section, "bibliography");
+        for path in files {
+            let text = match read_text(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.b.diag(0, 0, Severity::Warning, format!("bibliography {}: {e}", path.display()));
+                    continue;
+                }
+            };
+            let file = self.b.add_file(&path.display().to_string(), text.clone());
+            for c in ENTRY.captures_iter(&text) {
+                let kind = c[1].to_ascii_lowercase();
+                if matches!(kind.as_str(), "comment" | "string" | "preamble") {
+                    continue;
+                }
+                let whole = c.get(0).map_or(0..0, |m| m.range());
+                let open = whole.start + c[0].find(['{', '(']).unwrap_or(0);
+                let end = arg(&text, open).map_or(whole.end, |a| a.1);
+                let key = c[2].to_string();
+                let unit = self.b.unit(UnitKind::Bibitem, &kind, 0, section, file, whole.start, end);
+                let entry = &text[whole.start..end];
+                let title = TITLE.find(entry).and_then(|m| {
+                    let at = m.end() - 1;
+                    if entry.as_bytes()[at] == b'{' {
+                        arg(entry, at).map(|a| clean_title(a.0))
+                    } else {
+                        entry[at + 1..].find('"').map(|e| clean_title(&entry[at + 1..at + 1 + e]))
+                    }
+                });
+                let u = &mut self.b.doc.units[unit];
+                u.id = format!("bib:{key}");
+                u.label = Some(key);
+                u.title = title;
+            }
+        }
+    }
+}
+
+fn finish_math_line(math: &mut MathState, counters: &mut Counters, sub: &mut Option<(String, u32)>) {
+    let line = std::mem::replace(&mut math.line, MathLine { tag: None, notag: false, labels: vec![] });
+    let number = if let Some(t) = line.tag {
+        Some(t)
+    } else if line.notag || math.starred || (!math.per_line && !math.numbers.is_empty()) {
+        None
+    } else if let Some((base, n)) = sub.as_mut() {
+        *n += 1;
+        Some(format!("{base}{}", (b'a' + ((*n - 1) % 26) as u8) as char))
+    } else {
+        counters.step("equation");
+        Some(counters.the("equation"))
+    };
+    if let Some(n) = &number {
+        math.numbers.push(n.clone());
+    }
+    for (l, at) in line.labels {
+        math.labels.push((l, number.clone().or_else(|| math.numbers.last().cloned()), at));
+    }
+}
+
+/// `Some((per_line, numbered))` for display-math environments.
+fn math_env(name: &str) -> Option<(bool, bool)> {
+    match name {
+        "equation" | "multline" | "dmath" => Some((false, true)),
+        "align" | "gather" | "flalign" | "alignat" | "eqnarray" | "xalignat" => Some((true, true)),
+        "displaymath" | "math" => Some((false, false)),
+        _ => None,
+    }
+}
+
+fn theorem_prefix(display: &str) -> String {
+    match display.to_lowercase().as_str() {
+        "theorem" => "thm".into(),
+        "lemma" => "lem".into(),
+        "corollary" => "cor".into(),
+        "proposition" => "prop".into(),
+        "definition" => "def".into(),
+        "remark" => "rem".into(),
+        "example" => "ex".into(),
+        "exercise" => "exer".into(),
+        "conjecture" => "conj".into(),
+        "axiom" => "ax".into(),
+        other => ledger_core::slug(other),
+    }
+}
+
+fn is_cite(name: &str) -> bool {
+    static CITE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:[Cc]ite[a-zA-Z]*|[Pp]arencites?|[Tt]extcites?|[Aa]utocites?|[Ff]ootcites?(?:text)?|[Ss]martcites?|[Ss]upercites?|fullcite|footfullcite)$").expect("valid")
+    });
+    CITE.is_match(name)
+}
+
+fn takes_arg(name: &str) -> bool {
+    !matches!(
+        name,
+        "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures" | "listoftables" | "clearpage" | "cleardoublepage"
+            | "newpage" | "centering" | "noindent" | "medskip" | "bigskip" | "smallskip" | "leanok" | "mathlibok" | "notready" | "printindex"
+    ) && !(name == "printbibliography")
+}
+
+/// The reference commands in a macro expansion, with the label each names.
+fn refs_in(body: &str) -> Vec<(MentionKind, TargetKey)> {
+    static REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|uses|cite[a-zA-Z]*)\*?(?:\[[^\]]*\])*\{([^}]*)\}").expect("valid"));
+    let mut out = Vec::new();
+    for c in REF.captures_iter(body) {
+        for key in c[2].split(',') {
+            let key = key.trim();
+            if key.is_empty() || key.contains('#') {
+                continue;
+            }
+            if c[1].starts_with("cite") {
+                out.push((MentionKind::Cite, TargetKey::Citation(key.into())));
+            } else {
+                out.push((MentionKind::Macro, TargetKey::Label(key.into())));
+            }
+        }
+    }
+    out
+}
+
+/// Splits `a, b ,c` into trimmed keys with their byte offsets in the argument.
+fn split_keys(keys: &str, list: bool) -> Vec<(usize, usize, &str)> {
+    if !list {
+        let t = keys.trim();
+        let s = keys.len() - keys.trim_start().len();
+        return vec![(s, s + t.len(), t)];
+    }
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for part in keys.split(',') {
+        let lead = part.len() - part.trim_start().len();
+        let t = part.trim();
+        out.push((offset + lead, offset + lead + t.len(), t));
+        offset += part.len() + 1;
+    }
+    out
+}
+
+/// The brace group starting at `i` (after optional whitespace): its content and the index after it.
+pub(crate) fn arg(text: &str, i: usize) -> Option<(&str, usize)> {
+    let bytes = text.as_bytes();
+    let mut k = i;
+    while k < bytes.len() && matches!(bytes[k], b' ' | b'\t' | b'\r' | b'\n') {
+        k += 1;
+    }
+    if k >= bytes.len() || bytes[k] != b'{' {
+        return None;
+    }
+    let start = k + 1;
+    let mut depth = 1;
+    let mut j = start;
+    let limit = (start + MAX_ARG).min(bytes.len());
+    while j < limit {
+        match bytes[j] {
+            b'\\' => j += 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((&text[start..j], j + 1));
+                }
+            }
+            b'%' => {
+                j = memchr::memchr(b'\n', &bytes[j..limit]).map_or(limit, |e| j + e);
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
+/// The optional `[...]` group at `i` (after optional spaces), and the index after it.
+fn opt(text: &str, i: usize) -> (Option<String>, usize) {
+    let bytes = text.as_bytes();
+    let mut k = i;
+    while k < bytes.len() && matches!(bytes[k], b' ' | b'\t') {
+        k += 1;
+    }
+    if k >= bytes.len() || bytes[k] != b'[' {
+        return (None, i);
+    }
+    let mut depth = 0;
+    let mut j = k + 1;
+    let limit = (k + 1 + MAX_ARG).min(bytes.len());
+    while j < limit {
+        match bytes[j] {
+            b'\\' => j += 1,
+            b'{' => depth += 1,
+            b'}' => depth -= 1,
+            b']' if depth == 0 => return (Some(text[k + 1..j].to_string()), j + 1),
+            _ => {}
+        }
+        j += 1;
+    }
+    (None, i)
+}
+
+fn skip_opt(text: &str, i: usize) -> usize {
+    opt(text, i).1
+}
+
+fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
+    text.get(from..)?.find(pat).map(|k| from + k)
+}
+
+/// `key=value, key={value, with commas}` → map.
+fn keyvals(opts: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut depth = 0;
+    let mut start = 0;
+    let bytes = opts.as_bytes();
+    let mut parts = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'{' => depth += 1,
+            b'}' => depth -= 1,
+            b',' if depth == 0 => {
+                parts.push(&opts[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&opts[start..]);
+    for p in parts {
+        if let Some((k, v)) = p.split_once('=') {
+            let v = v.trim();
+            let v = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')).unwrap_or(v);
+            out.insert(k.trim().to_string(), v.to_string());
+        }
+    }
+    out
+}
+
+/// Collapses whitespace and drops `\label{…}` from a title or caption.
+fn clean_title(t: &str) -> String {
+    static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\label\{[^}]*\}").expect("valid"));
+    let t = LABEL.replace_all(t, "");
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}

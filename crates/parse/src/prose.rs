@@ -1,0 +1,200 @@
+//! Prose mentions: "Section 3.2", "Fig. 5(a)", "Eq. (1)", "Theorems 2 and 3", "Listing 7-3", "§3.2".
+//!
+//! The span of each mention is minimal: the first number of a list carries the
+//! word ("Sections 2"), later numbers only themselves ("3").
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// One number named in prose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProseMention {
+    /// Start byte of the minimal span, relative to the scanned text.
+    pub start: usize,
+    /// End byte (exclusive).
+    pub end: usize,
+    /// Family the word names: `section`, `chapter`, `part`, `appendix`, `figure`, `table`,
+    /// `equation`, `algorithm`, `listing`, or a theorem-like name (`theorem`, `lemma` …).
+    pub family: String,
+    /// The number as printed ("3.2", "7-3", "A.1").
+    pub number: String,
+}
+
+const WORDS: &str = r"Sections?|Secs?\.|§§?|Chapters?|Chaps?\.|Ch\.|Parts?|Appendix|Appendices|App\.|Figures?|Figs?\.|Tables?|Tabs?\.|Equations?|Eqns?\.|Eqs?\.|Theorems?|Thms?\.|Lemmas?|Lemmata|Definitions?|Defs?\.|Corollary|Corollaries|Cors?\.|Propositions?|Props?\.|Remarks?|Examples?|Exercises?|Algorithms?|Algs?\.|Listings?|Conjectures?|Claims?|Axioms?|Assumptions?|Hypothes[ie]s|Observations?|Problems?|Notations?|Facts?";
+
+/// A number: `3`, `3.2`, `7-3`, `A`, `A.1`, `(3)`, `(2.1)`, `5(a)`.
+const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
+
+static PROSE: LazyLock<Regex> = LazyLock::new(|| {
+    let sep = r"(?:\s*(?:,\s*(?:and|or)?|and|or|&|\\&|–|—|--|to|through)\s*)";
+    let pattern = format!(r"\b(?P<word>(?i:{WORDS}))(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)");
+    Regex::new(&pattern).expect("prose regex is valid")
+});
+
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(NUM).expect("number regex is valid"));
+
+/// The family a prose word names, or `None` when the word is not a reference word.
+fn family(word: &str) -> Option<&'static str> {
+    let w = word.trim_end_matches('.').to_ascii_lowercase();
+    let w = w.as_str();
+    Some(match w {
+        _ if w.starts_with("§") => "section",
+        "section" | "sections" | "sec" | "secs" => "section",
+        "chapter" | "chapters" | "chap" | "chaps" | "ch" => "chapter",
+        "part" | "parts" => "part",
+        "appendix" | "appendices" | "app" => "appendix",
+        "figure" | "figures" | "fig" | "figs" => "figure",
+        "table" | "tables" | "tab" | "tabs" => "table",
+        "equation" | "equations" | "eq" | "eqs" | "eqn" | "eqns" => "equation",
+        "theorem" | "theorems" | "thm" | "thms" => "theorem",
+        "lemma" | "lemmas" | "lemmata" => "lemma",
+        "definition" | "definitions" | "def" | "defs" => "definition",
+        "corollary" | "corollaries" | "cor" | "cors" => "corollary",
+        "proposition" | "propositions" | "prop" | "props" => "proposition",
+        "remark" | "remarks" => "remark",
+        "example" | "examples" => "example",
+        "exercise" | "exercises" => "exercise",
+        "algorithm" | "algorithms" | "alg" | "algs" => "algorithm",
+        "listing" | "listings" => "listing",
+        "conjecture" | "conjectures" => "conjecture",
+        "claim" | "claims" => "claim",
+        "axiom" | "axioms" => "axiom",
+        "assumption" | "assumptions" => "assumption",
+        "hypothesis" | "hypotheses" => "hypothesis",
+        "observation" | "observations" => "observation",
+        "problem" | "problems" => "problem",
+        "notation" | "notations" => "notation",
+        "fact" | "facts" => "fact",
+        _ => return None,
+    })
+}
+
+/// Finds every prose mention in `text`. Offsets are relative to `text`.
+pub fn find(text: &str) -> Vec<ProseMention> {
+    let mut out = Vec::new();
+    for caps in PROSE.captures_iter(text) {
+        let (Some(word), Some(list)) = (caps.name("word"), caps.name("list")) else { continue };
+        let Some(fam) = family(word.as_str()) else { continue };
+        // A lower-case word must be the plain word ("section 3"), not an abbreviation like "eq. 3" mid-sentence
+        // only when it is followed by a digit; letters alone ("part A") are too ambiguous in lower case.
+        let lower = word.as_str().chars().next().is_some_and(|c| c.is_lowercase());
+        let gap = caps.name("gap").map_or("", |g| g.as_str());
+        if gap.is_empty() && !word.as_str().starts_with('§') {
+            continue;
+        }
+        // The number list must end at a word boundary: "Section 3rd", "Table 2x" are not mentions.
+        let after = text[list.end()..].chars().next();
+        if after.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let mut numbers: Vec<(usize, usize, String)> = Vec::new();
+        let mut prev_end: Option<usize> = None;
+        for m in NUMBER.find_iter(list.as_str()) {
+            let (s, e) = (list.start() + m.start(), list.start() + m.end());
+            let raw = m.as_str();
+            let number = normalise(raw, fam);
+            if number.is_empty() || (lower && !number.starts_with(|c: char| c.is_ascii_digit())) {
+                continue;
+            }
+            if fam != "appendix" && number.chars().all(|c| c.is_ascii_uppercase()) && number.len() == 1 && fam != "part" {
+                // "Figure A" is rare; a lone capital after a non-appendix word is usually prose ("Table A lists").
+                continue;
+            }
+            // A range "3–5" expands to 3, 4, 5 when both ends are plain integers with the same prefix.
+            if let Some(pe) = prev_end {
+                let between = &text[pe..s];
+                if between.contains('–') || between.contains("--") || between.contains("to") || between.contains("through") {
+                    if let Some((prev_s, _, prev_num)) = numbers.last().cloned() {
+                        for mid in range_between(&prev_num, &number) {
+                            numbers.push((prev_s, e, mid));
+                        }
+                    }
+                }
+            }
+            numbers.push((s, e, number));
+            prev_end = Some(e);
+        }
+        for (i, (s, e, number)) in numbers.into_iter().enumerate() {
+            let start = if i == 0 { word.start() } else { s };
+            out.push(ProseMention { start, end: e, family: fam.to_string(), number });
+        }
+    }
+    out
+}
+
+/// Strips parentheses and a sub-figure letter: "(3.1)" → "3.1", "5(a)" → "5".
+fn normalise(raw: &str, family: &str) -> String {
+    let mut s = raw.trim();
+    if let Some(idx) = s.find("(") {
+        if idx > 0 {
+            s = &s[..idx];
+        }
+    }
+    let s = s.trim_start_matches('(').trim_end_matches(')');
+    let _ = family;
+    s.to_string()
+}
+
+/// The numbers strictly between `a` and `b` when both are `P.n` with the same prefix P (at most 50).
+fn range_between(a: &str, b: &str) -> Vec<String> {
+    let split = |x: &str| -> Option<(String, u32)> {
+        let (prefix, last) = match x.rfind(['.', '-']) {
+            Some(i) => (x[..=i].to_string(), &x[i + 1..]),
+            None => (String::new(), x),
+        };
+        Some((prefix, last.parse().ok()?))
+    };
+    match (split(a), split(b)) {
+        (Some((pa, na)), Some((pb, nb))) if pa == pb && na < nb && nb - na <= 50 => {
+            ((na + 1)..nb).map(|n| format!("{pa}{n}")).collect()
+        }
+        _ => vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<(String, String, String)> {
+        find(text).into_iter().map(|m| (text[m.start..m.end].to_string(), m.family, m.number)).collect()
+    }
+
+    fn t(span: &str, fam: &str, num: &str) -> (String, String, String) {
+        (span.into(), fam.into(), num.into())
+    }
+
+    #[test]
+    fn single_mentions() {
+        assert_eq!(found("see Section 3.2 for"), vec![t("Section 3.2", "section", "3.2")]);
+        assert_eq!(found("in Sec. 3,"), vec![t("Sec. 3", "section", "3")]);
+        assert_eq!(found("by §3.2."), vec![t("§3.2", "section", "3.2")]);
+        assert_eq!(found("Chapter 4 shows"), vec![t("Chapter 4", "chapter", "4")]);
+        assert_eq!(found("Fig. 5(a) plots"), vec![t("Fig. 5(a)", "figure", "5")]);
+        assert_eq!(found("Eq. (1) gives"), vec![t("Eq. (1)", "equation", "1")]);
+        assert_eq!(found("Equation (2.3)"), vec![t("Equation (2.3)", "equation", "2.3")]);
+        assert_eq!(found("by Theorem~2.1,"), vec![t("Theorem~2.1", "theorem", "2.1")]);
+        assert_eq!(found("Listing 7-3 shows"), vec![t("Listing 7-3", "listing", "7-3")]);
+        assert_eq!(found("Appendix A lists"), vec![t("Appendix A", "appendix", "A")]);
+        assert_eq!(found("Algorithm 1."), vec![t("Algorithm 1", "algorithm", "1")]);
+    }
+
+    #[test]
+    fn lists_and_ranges() {
+        assert_eq!(found("Sections 2 and 3"), vec![t("Sections 2", "section", "2"), t("3", "section", "3")]);
+        assert_eq!(
+            found("Figures 3–5"),
+            vec![t("Figures 3", "figure", "3"), t("3–5", "figure", "4"), t("5", "figure", "5")]
+        );
+        assert_eq!(found("Lemmas 2.1, 2.2"), vec![t("Lemmas 2.1", "lemma", "2.1"), t("2.2", "lemma", "2.2")]);
+    }
+
+    #[test]
+    fn non_mentions() {
+        assert!(found("the table 2x").is_empty());
+        assert!(found("Section 3rd").is_empty());
+        assert!(found("Table A lists").is_empty());
+        assert!(found("a Theorem about").is_empty());
+        assert!(found("Figure4").is_empty());
+    }
+}

@@ -1,0 +1,109 @@
+//! Arrow schemas of the graph tables: the one place the persisted layout is defined.
+//! Column names are part of the user-facing SQL; bump [`SCHEMA_VERSION`] on any change.
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use std::sync::{Arc, LazyLock};
+
+/// Version of the table layout, stored in every graph's `manifest.json`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The tables of a graph, in the order they are written.
+pub const TABLES: [&str; 7] = ["documents", "units", "edges", "mentions", "labels", "diagnostics", "runs"];
+
+fn s(name: &str) -> Field {
+    Field::new(name, DataType::Utf8, false)
+}
+fn so(name: &str) -> Field {
+    Field::new(name, DataType::Utf8, true)
+}
+fn i(name: &str) -> Field {
+    Field::new(name, DataType::Int64, false)
+}
+
+/// `documents(doc_id, path, format, content_hash, bytes, tokens, files, units)`.
+pub static DOCUMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![s("doc_id"), s("path"), s("format"), s("content_hash"), i("bytes"), i("tokens"), i("files"), i("units")]))
+});
+
+/// `units(doc_id, unit_id, kind, env, level, label, number, title, parent_id, ordinal, source_path, start_byte, end_byte, line, tokens, content_hash, text)`.
+pub static UNITS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("unit_id"),
+        s("kind"),
+        s("env"),
+        Field::new("level", DataType::Int32, false),
+        so("label"),
+        so("number"),
+        so("title"),
+        so("parent_id"),
+        i("ordinal"),
+        s("source_path"),
+        i("start_byte"),
+        i("end_byte"),
+        i("line"),
+        i("tokens"),
+        s("content_hash"),
+        s("text"),
+    ]))
+});
+
+/// `edges(src_doc, src_unit, dst_doc, dst_unit, kind, score, evidence)`.
+pub static EDGES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("src_doc"),
+        s("src_unit"),
+        s("dst_doc"),
+        s("dst_unit"),
+        s("kind"),
+        Field::new("score", DataType::Float64, false),
+        s("evidence"),
+    ]))
+});
+
+/// `mentions(doc_id, unit_id, source_path, line, col, start_byte, end_byte, text, mention_kind, target_key, target_doc, target_unit, status, reason)`.
+pub static MENTIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("unit_id"),
+        s("source_path"),
+        i("line"),
+        i("col"),
+        i("start_byte"),
+        i("end_byte"),
+        s("text"),
+        s("mention_kind"),
+        s("target_key"),
+        so("target_doc"),
+        so("target_unit"),
+        s("status"),
+        so("reason"),
+    ]))
+});
+
+/// `labels(doc_id, label, unit_id, number)`: every label or anchor and the unit it names.
+pub static LABELS: LazyLock<SchemaRef> = LazyLock::new(|| Arc::new(Schema::new(vec![s("doc_id"), s("label"), s("unit_id"), so("number")])));
+
+/// `diagnostics(doc_id, source_path, line, severity, message)`.
+pub static DIAGNOSTICS: LazyLock<SchemaRef> =
+    LazyLock::new(|| Arc::new(Schema::new(vec![so("doc_id"), s("source_path"), i("line"), s("severity"), s("message")])));
+
+/// `runs(run_id, started_at, finished_at, command, inputs, documents, units, edges, mentions, broken, diagnostics, seconds, ledger_version, schema_version)`.
+pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        i("run_id"),
+        s("started_at"),
+        s("finished_at"),
+        s("command"),
+        s("inputs"),
+        i("documents"),
+        i("units"),
+        i("edges"),
+        i("mentions"),
+        i("broken"),
+        i("diagnostics"),
+        Field::new("seconds", DataType::Float64, false),
+        s("ledger_version"),
+        i("schema_version"),
+    ]))
+});

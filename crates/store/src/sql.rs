@@ -1,0 +1,116 @@
+//! DataFusion SQL over a graph's Parquet tables, with the views users need most.
+
+use crate::schema::TABLES;
+use crate::{Result, StoreError};
+use arrow::array::RecordBatch;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use std::path::Path;
+
+/// Views created in every session, `(name, SQL)`.
+pub const VIEWS: [(&str, &str); 4] = [
+    (
+        "broken_references",
+        "SELECT doc_id, unit_id, source_path, line, col, text, mention_kind, target_key, reason \
+         FROM mentions WHERE status = 'broken'",
+    ),
+    (
+        "ambiguous_references",
+        "SELECT doc_id, unit_id, source_path, line, col, text, mention_kind, target_key, reason \
+         FROM mentions WHERE status = 'ambiguous'",
+    ),
+    (
+        "unit_degrees",
+        "SELECT u.doc_id, u.unit_id, u.kind, \
+           COALESCE(o.out_degree, 0) AS out_degree, COALESCE(i.in_degree, 0) AS in_degree, \
+           COALESCE(o.references_out, 0) AS references_out, COALESCE(i.references_in, 0) AS references_in \
+         FROM units u \
+         LEFT JOIN (SELECT src_doc, src_unit, COUNT(*) AS out_degree, \
+                      SUM(CASE WHEN kind = 'REFERENCES' THEN 1 ELSE 0 END) AS references_out \
+                    FROM edges WHERE kind <> 'CONTAINS' GROUP BY src_doc, src_unit) o \
+           ON o.src_doc = u.doc_id AND o.src_unit = u.unit_id \
+         LEFT JOIN (SELECT dst_doc, dst_unit, COUNT(*) AS in_degree, \
+                      SUM(CASE WHEN kind = 'REFERENCES' THEN 1 ELSE 0 END) AS references_in \
+                    FROM edges WHERE kind <> 'CONTAINS' GROUP BY dst_doc, dst_unit) i \
+           ON i.dst_doc = u.doc_id AND i.dst_unit = u.unit_id",
+    ),
+    (
+        "unit_counts",
+        "SELECT doc_id, kind, COUNT(*) AS units, SUM(tokens) AS tokens FROM units GROUP BY doc_id, kind",
+    ),
+];
+
+/// How query results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// An ASCII table.
+    #[default]
+    Table,
+    /// CSV with a header row.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+}
+
+/// A DataFusion session with a graph's tables and views registered.
+pub struct SqlSession {
+    ctx: SessionContext,
+}
+
+impl SqlSession {
+    /// Opens the current version of the graph at `graph`.
+    pub async fn open(graph: &Path) -> Result<Self> {
+        let dir = crate::current_version(graph)?;
+        let ctx = SessionContext::new();
+        for table in TABLES {
+            let path = dir.join(format!("{table}.parquet"));
+            let path = path.to_str().ok_or_else(|| StoreError::NotAGraph { path: path.clone(), message: "path is not UTF-8".into() })?;
+            ctx.register_parquet(table, path, ParquetReadOptions::default()).await?;
+        }
+        for (name, sql) in VIEWS {
+            ctx.sql(&format!("CREATE VIEW {name} AS {sql}")).await?;
+        }
+        Ok(SqlSession { ctx })
+    }
+
+    /// Runs one SQL statement and collects its result.
+    pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        let df = self.ctx.sql(sql).await?;
+        Ok(df.collect().await?)
+    }
+
+    /// Runs a query and prints its result in `format`.
+    pub async fn query_formatted(&self, sql: &str, format: OutputFormat) -> Result<String> {
+        let batches = self.query(sql).await?;
+        format_batches(&batches, format)
+    }
+}
+
+/// Renders batches as a table, CSV or JSON.
+pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Table => Ok(arrow::util::pretty::pretty_format_batches(batches)?.to_string()),
+        OutputFormat::Csv => {
+            let mut buf = Vec::new();
+            {
+                let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut buf);
+                for b in batches {
+                    w.write(b)?;
+                }
+            }
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        }
+        OutputFormat::Json => {
+            let mut buf = Vec::new();
+            {
+                let mut w = arrow::json::ArrayWriter::new(&mut buf);
+                let refs: Vec<&RecordBatch> = batches.iter().collect();
+                w.write_batches(&refs)?;
+                w.finish()?;
+            }
+            if buf.is_empty() {
+                buf.extend_from_slice(b"[]");
+            }
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Writing a graph: Arrow batches from documents, Parquet files, atomic commit.
+
+use crate::schema::{DIAGNOSTICS, DOCUMENTS, EDGES, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES, UNITS};
+use crate::{Result, StoreError, io_err};
+use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::SchemaRef;
+use ledger_core::{Diagnostic, Document, Edge, Resolution};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What one run did, for the `runs` table.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// The command line, as run.
+    pub command: String,
+    /// The inputs, joined with spaces.
+    pub inputs: String,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// `manifest.json` of one graph version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// Table layout version.
+    pub schema_version: u32,
+    /// Version number of this graph (1, 2, …).
+    pub version: u64,
+    /// The LEDGER version that wrote it.
+    pub ledger_version: String,
+    /// When it was committed (RFC 3339).
+    pub committed_at: String,
+    /// Row count per table.
+    pub rows: BTreeMap<String, usize>,
+}
+
+impl Manifest {
+    /// Reads `manifest.json` from a version folder.
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = dir.join("manifest.json");
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        Ok(serde_json::from_slice(&bytes)?)
+    }
+}
+
+fn strings<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(v))
+}
+fn opt_strings<'a>(v: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef {
+    Arc::new(v.into_iter().collect::<StringArray>())
+}
+fn ints(v: impl IntoIterator<Item = usize>) -> ArrayRef {
+    Arc::new(v.into_iter().map(|x| x as i64).collect::<Int64Array>())
+}
+
+fn batch(schema: &SchemaRef, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+fn documents_batch(docs: &[&Document]) -> Result<RecordBatch> {
+    batch(
+        &DOCUMENTS,
+        vec![
+            strings(docs.iter().map(|d| d.id.as_str())),
+            strings(docs.iter().map(|d| d.path.as_str())),
+            strings(docs.iter().map(|d| d.format.map_or("unknown", |f| f.as_str()))),
+            strings(docs.iter().map(|d| d.content_hash.as_str())),
+            ints(docs.iter().map(|d| d.bytes as usize)),
+            ints(docs.iter().map(|d| d.tokens())),
+            ints(docs.iter().map(|d| d.files.len())),
+            ints(docs.iter().map(|d| d.units.len())),
+        ],
+    )
+}
+
+fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
+    let rows: Vec<(&Document, &ledger_core::Unit)> = docs.iter().flat_map(|d| d.units.iter().map(move |u| (*d, u))).collect();
+    let file = |d: &Document, f: usize| d.files.get(f).map_or("", String::as_str).to_string();
+    let paths: Vec<String> = rows.iter().map(|(d, u)| if u.kind == ledger_core::UnitKind::Document { d.path.clone() } else { file(d, u.file) }).collect();
+    batch(
+        &UNITS,
+        vec![
+            strings(rows.iter().map(|(d, _)| d.id.as_str())),
+            strings(rows.iter().map(|(_, u)| u.id.as_str())),
+            strings(rows.iter().map(|(_, u)| u.kind.as_str())),
+            strings(rows.iter().map(|(_, u)| u.env.as_str())),
+            Arc::new(rows.iter().map(|(_, u)| u.level).collect::<Int32Array>()),
+            opt_strings(rows.iter().map(|(_, u)| u.label.as_deref())),
+            opt_strings(rows.iter().map(|(_, u)| u.number.as_deref())),
+            opt_strings(rows.iter().map(|(_, u)| u.title.as_deref())),
+            opt_strings(rows.iter().map(|(d, u)| u.parent.map(|p| d.units[p].id.as_str()))),
+            ints(rows.iter().map(|(_, u)| u.ordinal)),
+            strings(paths.iter().map(String::as_str)),
+            ints(rows.iter().map(|(_, u)| u.start_byte)),
+            ints(rows.iter().map(|(_, u)| u.end_byte)),
+            ints(rows.iter().map(|(_, u)| u.line)),
+            ints(rows.iter().map(|(_, u)| u.tokens)),
+            strings(rows.iter().map(|(_, u)| u.content_hash.as_str())),
+            strings(rows.iter().map(|(_, u)| u.text.as_str())),
+        ],
+    )
+}
+
+/// Every edge of the documents: CONTAINS and REFERENCES, sorted for byte-identical output.
+pub(crate) fn all_edges(docs: &[&Document]) -> Vec<Edge> {
+    let mut edges: Vec<Edge> = docs.iter().flat_map(|d| d.contains_edges().into_iter().chain(d.reference_edges())).collect();
+    edges.sort_by(|a, b| {
+        (&a.src_doc, &a.src_unit, a.kind, &a.dst_doc, &a.dst_unit).cmp(&(&b.src_doc, &b.src_unit, b.kind, &b.dst_doc, &b.dst_unit))
+    });
+    edges
+}
+
+fn edges_batch(edges: &[Edge]) -> Result<RecordBatch> {
+    batch(
+        &EDGES,
+        vec![
+            strings(edges.iter().map(|e| e.src_doc.as_str())),
+            strings(edges.iter().map(|e| e.src_unit.as_str())),
+            strings(edges.iter().map(|e| e.dst_doc.as_str())),
+            strings(edges.iter().map(|e| e.dst_unit.as_str())),
+            strings(edges.iter().map(|e| e.kind.as_str())),
+            Arc::new(edges.iter().map(|e| e.score).collect::<Float64Array>()),
+            strings(edges.iter().map(|e| e.evidence.as_str())),
+        ],
+    )
+}
+
+fn mentions_batch(docs: &[&Document]) -> Result<RecordBatch> {
+    let rows: Vec<(&Document, &ledger_core::Mention)> = docs.iter().flat_map(|d| d.mentions.iter().map(move |m| (*d, m))).collect();
+    let keys: Vec<String> = rows.iter().map(|(_, m)| m.key.to_string()).collect();
+    let target = |m: &ledger_core::Mention| match &m.resolution {
+        Resolution::Resolved { doc, unit } => (Some(doc.clone()), Some(unit.clone()), None),
+        Resolution::Broken { reason } | Resolution::Ambiguous { reason } => (None, None, Some(reason.clone())),
+        Resolution::Pending => (None, None, Some("not resolved".to_string())),
+    };
+    let targets: Vec<(Option<String>, Option<String>, Option<String>)> = rows.iter().map(|(_, m)| target(m)).collect();
+    batch(
+        &MENTIONS,
+        vec![
+            strings(rows.iter().map(|(d, _)| d.id.as_str())),
+            strings(rows.iter().map(|(d, m)| d.units[m.unit].id.as_str())),
+            strings(rows.iter().map(|(d, m)| d.files.get(m.file).map_or("", String::as_str))),
+            ints(rows.iter().map(|(_, m)| m.line)),
+            ints(rows.iter().map(|(_, m)| m.col)),
+            ints(rows.iter().map(|(_, m)| m.start_byte)),
+            ints(rows.iter().map(|(_, m)| m.end_byte)),
+            strings(rows.iter().map(|(_, m)| m.text.as_str())),
+            strings(rows.iter().map(|(_, m)| m.kind.as_str())),
+            strings(keys.iter().map(String::as_str)),
+            opt_strings(targets.iter().map(|t| t.0.as_deref())),
+            opt_strings(targets.iter().map(|t| t.1.as_deref())),
+            strings(rows.iter().map(|(_, m)| m.resolution.status())),
+            opt_strings(targets.iter().map(|t| t.2.as_deref())),
+        ],
+    )
+}
+
+fn labels_batch(docs: &[&Document]) -> Result<RecordBatch> {
+    let mut rows: Vec<(&str, &str, &str, Option<&str>)> = Vec::new();
+    for d in docs {
+        for u in &d.units {
+            for (l, n) in &u.labels {
+                rows.push((d.id.as_str(), l.as_str(), u.id.as_str(), n.as_deref()));
+            }
+        }
+    }
+    batch(
+        &LABELS,
+        vec![
+            strings(rows.iter().map(|r| r.0)),
+            strings(rows.iter().map(|r| r.1)),
+            strings(rows.iter().map(|r| r.2)),
+            opt_strings(rows.iter().map(|r| r.3)),
+        ],
+    )
+}
+
+fn diagnostics_batch(docs: &[&Document], corpus: &[Diagnostic]) -> Result<RecordBatch> {
+    let rows: Vec<(Option<&str>, &Diagnostic)> =
+        corpus.iter().map(|d| (None, d)).chain(docs.iter().flat_map(|doc| doc.diagnostics.iter().map(move |d| (Some(doc.id.as_str()), d)))).collect();
+    batch(
+        &DIAGNOSTICS,
+        vec![
+            opt_strings(rows.iter().map(|r| r.0)),
+            strings(rows.iter().map(|r| r.1.path.as_str())),
+            ints(rows.iter().map(|r| r.1.line)),
+            strings(rows.iter().map(|r| r.1.severity.as_str())),
+            strings(rows.iter().map(|r| r.1.message.as_str())),
+        ],
+    )
+}
+
+fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 6]) -> Result<RecordBatch> {
+    let mut batches = Vec::new();
+    let mut next_id = 1;
+    if let Some(prev) = previous {
+        let path = prev.join("runs.parquet");
+        if let Ok(f) = File::open(&path) {
+            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+            for b in reader {
+                let b = b?;
+                if b.schema() == *RUNS {
+                    if let Some(ids) = b.column(0).as_any().downcast_ref::<Int64Array>() {
+                        next_id = next_id.max(ids.iter().flatten().max().unwrap_or(0) + 1);
+                    }
+                    batches.push(b);
+                }
+            }
+        }
+    }
+    let now = now_rfc3339();
+    let this = batch(
+        &RUNS,
+        vec![
+            Arc::new(Int64Array::from(vec![next_id])),
+            strings([run.started_at.as_str()]),
+            strings([now.as_str()]),
+            strings([run.command.as_str()]),
+            strings([run.inputs.as_str()]),
+            ints([counts[0]]),
+            ints([counts[1]]),
+            ints([counts[2]]),
+            ints([counts[3]]),
+            ints([counts[4]]),
+            ints([counts[5]]),
+            Arc::new(Float64Array::from(vec![run.seconds])),
+            strings([env!("CARGO_PKG_VERSION")]),
+            Arc::new(Int64Array::from(vec![i64::from(SCHEMA_VERSION)])),
+        ],
+    )?;
+    batches.push(this);
+    Ok(arrow::compute::concat_batches(&RUNS, &batches)?)
+}
+
+/// Writes a new version of the graph at `graph` and makes it current, atomically.
+///
+/// Every table is written and synced in a temporary folder first; the `current` symlink is
+/// then replaced by a rename. A crash at any point leaves the previous version current.
+pub fn write_graph(graph: &Path, docs: &[Document], corpus_diagnostics: &[Diagnostic], run: &RunInfo) -> Result<Manifest> {
+    let mut sorted: Vec<&Document> = docs.iter().collect();
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    let versions = graph.join("versions");
+    std::fs::create_dir_all(&versions).map_err(io_err(&versions))?;
+    let previous = crate::current_version(graph).ok();
+    let version = next_version(&versions)?;
+    let name = format!("{version:06}");
+    let tmp = versions.join(format!(".tmp-{name}-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+    let result = (|| -> Result<Manifest> {
+        let edges = all_edges(&sorted);
+        let mentions: usize = sorted.iter().map(|d| d.mentions.len()).sum();
+        let broken: usize = sorted.iter().map(|d| d.mentions.iter().filter(|m| matches!(m.resolution, Resolution::Broken { .. })).count()).sum();
+        let diagnostics = corpus_diagnostics.len() + sorted.iter().map(|d| d.diagnostics.len()).sum::<usize>();
+        let units: usize = sorted.iter().map(|d| d.units.len()).sum();
+        let tables: Vec<(&str, RecordBatch)> = vec![
+            ("documents", documents_batch(&sorted)?),
+            ("units", units_batch(&sorted)?),
+            ("edges", edges_batch(&edges)?),
+            ("mentions", mentions_batch(&sorted)?),
+            ("labels", labels_batch(&sorted)?),
+            ("diagnostics", diagnostics_batch(&sorted, corpus_diagnostics)?),
+            ("runs", runs_batch(previous.as_deref(), run, [sorted.len(), units, edges.len(), mentions, broken, diagnostics])?),
+        ];
+        debug_assert_eq!(tables.iter().map(|t| t.0).collect::<Vec<_>>(), TABLES);
+        let mut rows = BTreeMap::new();
+        for (table, b) in &tables {
+            write_parquet(&tmp.join(format!("{table}.parquet")), b)?;
+            rows.insert(table.to_string(), b.num_rows());
+        }
+        let manifest = Manifest {
+            schema_version: SCHEMA_VERSION,
+            version,
+            ledger_version: env!("CARGO_PKG_VERSION").into(),
+            committed_at: now_rfc3339(),
+            rows,
+        };
+        let mpath = tmp.join("manifest.json");
+        write_synced(&mpath, &serde_json::to_vec_pretty(&manifest)?)?;
+        sync_dir(&tmp)?;
+        Ok(manifest)
+    })();
+    let manifest = match result {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    let final_dir = versions.join(&name);
+    std::fs::rename(&tmp, &final_dir).map_err(io_err(&final_dir))?;
+    sync_dir(&versions)?;
+    // Swap the `current` symlink atomically.
+    let link_tmp = graph.join(format!(".current-{}", std::process::id()));
+    let _ = std::fs::remove_file(&link_tmp);
+    std::os::unix::fs::symlink(Path::new("versions").join(&name), &link_tmp).map_err(io_err(&link_tmp))?;
+    let current = graph.join("current");
+    std::fs::rename(&link_tmp, &current).map_err(io_err(&current))?;
+    sync_dir(graph)?;
+    prune(&versions, previous.as_deref(), &final_dir);
+    tracing::info!(graph = %graph.display(), version, "committed graph version");
+    Ok(manifest)
+}
+
+fn next_version(versions: &Path) -> Result<u64> {
+    let mut max = 0;
+    for e in std::fs::read_dir(versions).map_err(io_err(versions))? {
+        let e = e.map_err(io_err(versions))?;
+        if let Some(n) = e.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) {
+            max = max.max(n);
+        }
+    }
+    Ok(max + 1)
+}
+
+/// Removes versions other than the new and the previous one (readers may still hold the previous).
+fn prune(versions: &Path, previous: Option<&Path>, current: &Path) {
+    let Ok(entries) = std::fs::read_dir(versions) else { return };
+    let keep: Vec<PathBuf> = [Some(current), previous].into_iter().flatten().filter_map(|p| p.canonicalize().ok()).collect();
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let stale_tmp = name.starts_with(".tmp-");
+        let old = name.parse::<u64>().is_ok() && p.canonicalize().map(|c| !keep.contains(&c)).unwrap_or(false);
+        if old || (stale_tmp && !name.ends_with(&format!("-{}", std::process::id()))) {
+            let _ = std::fs::remove_dir_all(&p);
+        }
+    }
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    let file = File::create(path).map_err(io_err(path))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+        .set_created_by(format!("ledger {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+    writer.write(batch)?;
+    let file = writer.into_inner()?;
+    file.sync_all().map_err(io_err(path))?;
+    Ok(())
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = File::create(path).map_err(io_err(path))?;
+    f.write_all(bytes).map_err(io_err(path))?;
+    f.sync_all().map_err(io_err(path))
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
+}
+
+/// The current UTC time as RFC 3339 (`2026-12-02T12:00:00Z`).
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    rfc3339(secs)
+}
+
+/// Formats seconds since the Unix epoch as RFC 3339 UTC (civil-from-days, Howard Hinnant).
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_798_848_000), "2027-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn failed_write_leaves_no_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let v = dir.path().join("versions");
+        std::fs::create_dir_all(&v).expect("mkdir");
+        assert_eq!(next_version(&v).expect("read"), 1);
+        std::fs::create_dir_all(v.join("000004")).expect("mkdir");
+        assert_eq!(next_version(&v).expect("read"), 5);
+    }
+
+    #[allow(dead_code)]
+    fn _error_is_send(e: StoreError) -> Box<dyn std::error::Error + Send + Sync> {
+        Box::new(e)
+    }
+}
