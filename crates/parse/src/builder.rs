@@ -17,6 +17,8 @@ pub(crate) struct Builder {
     hasher: blake3::Hasher,
     /// Preferred id stem per unit (env-specific prefix), set by the parser.
     prefixes: HashMap<usize, String>,
+    /// Which unit carries each label so far.
+    label_owner: HashMap<String, usize>,
 }
 
 impl Builder {
@@ -53,6 +55,7 @@ impl Builder {
             line_starts: vec![],
             hasher: blake3::Hasher::new(),
             prefixes: HashMap::new(),
+            label_owner: HashMap::new(),
         }
     }
 
@@ -104,13 +107,19 @@ impl Builder {
 
     /// Adds a label (with the number printed for it) to a unit; warns on a duplicate in the same document.
     pub fn add_label(&mut self, unit: usize, label: &str, number: Option<String>, file: usize, byte: usize) {
-        if let Some(other) = self.doc.units.iter().position(|u| u.labels.iter().any(|(l, _)| l == label)) {
+        if let Some(&other) = self.label_owner.get(label) {
             if other != unit {
                 self.diag(file, byte, Severity::Warning, format!("label `{label}` defined more than once; the first definition is kept"));
             }
             return;
         }
+        self.label_owner.insert(label.to_string(), unit);
         self.doc.units[unit].labels.push((label.to_string(), number));
+    }
+
+    /// Whether some unit already carries `label`.
+    pub fn has_label(&self, label: &str) -> bool {
+        self.label_owner.contains_key(label)
     }
 
     pub fn mention(&mut self, unit: usize, file: usize, start: usize, end: usize, kind: MentionKind, key: TargetKey) {

@@ -23,6 +23,8 @@ struct Counter {
 pub(crate) struct Counters {
     counters: HashMap<String, Counter>,
     aliases: HashMap<String, String>,
+    /// `\renewcommand{\thesection}{S\arabic{section}}`: the printed form as a template.
+    templates: HashMap<String, String>,
 }
 
 impl Counters {
@@ -48,7 +50,34 @@ impl Counters {
         c.define("lstlisting", float_within);
         c.define("listing", float_within);
         c.define("algorithm", None);
+        c.define("footnote", float_within);
+        c.define("enumi", None);
+        c.define("enumii", Some("enumi"));
+        c.define("enumiii", Some("enumii"));
+        c.define("enumiv", Some("enumiii"));
+        c.set_style("enumii", Style::Alph);
+        c.templates.insert("enumii".into(), "\\alph{enumii}".into());
+        c.set_style("enumiii", Style::Roman);
+        c.set_style("enumiv", Style::Alph);
         c
+    }
+
+    /// `\renewcommand{\thename}{template}`: how the counter prints from now on.
+    pub fn set_template(&mut self, name: &str, template: &str) {
+        if self.counters.contains_key(name) || self.aliases.contains_key(name) {
+            self.templates.insert(name.to_string(), template.to_string());
+        }
+    }
+
+    /// Formats a counter value like `\arabic`, `\roman`, `\alph` (`style` is the command name).
+    pub fn format(&self, value: i64, style: &str) -> String {
+        match style {
+            "roman" => roman(value).to_lowercase(),
+            "Roman" => roman(value),
+            "alph" => format_value(value, Style::Alph).to_lowercase(),
+            "Alph" => format_value(value, Style::Alph),
+            _ => value.to_string(),
+        }
     }
 
     /// Defines (or redefines) a counter, reset by `within` when given.
@@ -136,6 +165,9 @@ impl Counters {
     }
 
     fn the_inner(&self, name: &str, depth: usize) -> String {
+        if let Some(t) = self.templates.get(name).filter(|_| depth < 8) {
+            return self.expand(t, depth + 1);
+        }
         let Some(c) = self.counters.get(name) else { return String::new() };
         let own = format_value(c.value, c.style);
         match &c.within {
@@ -145,6 +177,31 @@ impl Counters {
             }
             _ => own,
         }
+    }
+}
+
+impl Counters {
+    /// Expands `\arabic{c}`, `\roman{c}`, `\alph{c}`, `\thec` … in a template; other commands and braces are dropped.
+    fn expand(&self, template: &str, depth: usize) -> String {
+        static CMD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"\\(arabic|roman|Roman|alph|Alph)\s*\{([A-Za-z@]+)\}|\\the([A-Za-z@]+)|\\[A-Za-z@]+\s*|[{}~]").expect("valid")
+        });
+        CMD.replace_all(template, |c: &regex::Captures| {
+            if let (Some(style), Some(counter)) = (c.get(1), c.get(2)) {
+                self.format(self.value(counter.as_str()), style.as_str())
+            } else if let Some(counter) = c.get(3) {
+                if self.exists(counter.as_str()) { self.the_inner(self.canonical(counter.as_str()), depth) } else { String::new() }
+            } else {
+                String::new()
+            }
+        })
+        .trim()
+        .to_string()
+    }
+
+    /// The current value of a counter.
+    pub fn value(&self, name: &str) -> i64 {
+        self.counters.get(self.canonical(name)).map_or(0, |c| c.value)
     }
 }
 
@@ -215,5 +272,20 @@ mod tests {
         c.step("section");
         c.step("subsection");
         assert_eq!(c.the("subsection"), "A.1");
+    }
+
+    #[test]
+    fn templates() {
+        let mut c = Counters::for_class(false);
+        c.set_template("section", "S\\arabic{section}");
+        c.set_template("subsection", "\\thesection.\\arabic{subsection}");
+        c.set_template("enumi", "(\\roman{enumi})");
+        c.step("section");
+        c.step("subsection");
+        c.step("enumi");
+        c.step("enumi");
+        assert_eq!(c.the("section"), "S1");
+        assert_eq!(c.the("subsection"), "S1.1");
+        assert_eq!(c.the("enumi"), "(ii)");
     }
 }

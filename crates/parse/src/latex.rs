@@ -63,6 +63,8 @@ struct OpenEnv {
     math: Option<MathState>,
     /// Float counter stepped by `\caption` inside this environment.
     float_counter: Option<&'static str>,
+    /// For `enumerate`: its nesting level (1–4), items seen, and the enumitem `ref`/`label` template.
+    list: Option<(usize, u32, Option<String>)>,
 }
 
 struct Paragraph {
@@ -120,6 +122,8 @@ struct Latex {
     /// `\externaldocument[prefix]{file}` pairs.
     externals: Vec<(String, String)>,
     subequation: Option<(String, u32)>,
+    /// Inside a `\footnote{…}` argument: where it ends and the footnote's number.
+    footnote: Option<(usize, usize, String)>,
 }
 
 impl Latex {
@@ -166,6 +170,7 @@ impl Latex {
             skipped: vec![],
             externals: vec![],
             subequation: None,
+            footnote: None,
         }
     }
 
@@ -503,6 +508,19 @@ impl Latex {
             _ if self.macros.contains_key(name) => self.expand_macro(file, text, i, j, name),
             "item" => {
                 self.mark_text(file, i);
+                let (custom, _) = opt(text, j);
+                if custom.is_none() {
+                    self.step_item();
+                }
+                j
+            }
+            "footnote" => {
+                self.mark_text(file, i);
+                let k = skip_opt(text, j);
+                if let Some((_, end)) = arg(text, k) {
+                    self.counters.step("footnote");
+                    self.footnote = Some((file, end, self.counters.the("footnote")));
+                }
                 j
             }
             _ => {
@@ -564,6 +582,37 @@ impl Latex {
         end
     }
 
+    fn step_item(&mut self) {
+        let Some(env) = self.envs.iter_mut().rev().find(|e| e.list.is_some() || matches!(e.name.as_str(), "itemize" | "description")) else { return };
+        if let Some((level, count, _)) = env.list.as_mut() {
+            *count += 1;
+            if let Some(c) = ENUM_COUNTERS.get(*level - 1) {
+                self.counters.step(c);
+            }
+        }
+    }
+
+    /// The printed reference of the current `enumerate` item, when a label would name it.
+    fn item_ref(&self) -> Option<String> {
+        let env = self.envs.last()?;
+        let (level, count, template) = env.list.as_ref()?;
+        if *count == 0 {
+            return None;
+        }
+        let counter = ENUM_COUNTERS.get(*level - 1)?;
+        Some(match template {
+            Some(t) => {
+                static STAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\(arabic|roman|Roman|alph|Alph)\*|\\[A-Za-z@]+\s*|[{}~]").expect("valid"));
+                STAR.replace_all(t, |c: &regex::Captures| c.get(1).map_or(String::new(), |s| self.counters.format(i64::from(*count), s.as_str()))).trim().to_string()
+            }
+            None if *level == 1 => self.counters.the(counter),
+            None => {
+                let parent = ENUM_COUNTERS.get(*level - 2).map(|p| self.counters.the(p)).unwrap_or_default();
+                format!("{parent}{}", self.counters.the(counter))
+            }
+        })
+    }
+
     fn appendix(&mut self) {
         let top = if self.with_chapters { "chapter" } else { "section" };
         self.counters.set_value(top, 0);
@@ -600,7 +649,7 @@ impl Latex {
         let starred = name.ends_with('*');
         if name == "document" {
             self.in_body = true;
-            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None });
+            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None, list: None });
             return after;
         }
         if !self.in_body {
@@ -650,7 +699,7 @@ impl Latex {
         }
         let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
             "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => Some((UnitKind::Figure, base, Some("figure"))),
-            "table" | "wraptable" | "sidewaystable" | "SCtable" | "tabwindow" => Some((UnitKind::Table, base, Some("table"))),
+            "table" | "wraptable" | "sidewaystable" | "SCtable" | "tabwindow" | "longtable" | "supertabular" | "xltabular" => Some((UnitKind::Table, base, Some("table"))),
             "algorithm" | "algorithm2e" => Some((UnitKind::Algorithm, base, Some("algorithm"))),
             "listing" => Some((UnitKind::Listing, base, Some("listing"))),
             "proof" => Some((UnitKind::Proof, "proof", None)),
@@ -671,7 +720,7 @@ impl Latex {
                 self.b.doc.units[unit].title = Some("References".into());
                 end = arg(text, after).map_or(after, |a| a.1);
             }
-            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter });
+            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter, list: None });
             return end;
         }
         if let Some((per_line, numbered_env)) = math_env(base) {
@@ -695,13 +744,13 @@ impl Latex {
                 numbers: vec![],
                 labels: vec![],
             };
-            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: Some(math), float_counter: None });
+            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: Some(math), float_counter: None, list: None });
             return after;
         }
         if base == "subequations" {
             self.counters.step("equation");
             self.subequation = Some((self.counters.the("equation"), 0));
-            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None });
+            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None, list: None });
             return after;
         }
         if let Some(def) = self.theorems.get(base).cloned() {
@@ -719,11 +768,24 @@ impl Latex {
                 u.number = Some(number);
             }
             self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
-            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter: None });
+            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter: None, list: None });
             return end;
         }
         // Any other environment (lists, center, tabular …) is part of the surrounding text.
-        self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None });
+        let mut list = None;
+        let mut after = after;
+        if base == "enumerate" {
+            let level = 1 + self.envs.iter().filter(|e| e.list.is_some()).count();
+            let (opts, e) = opt(text, after);
+            after = e;
+            let kv = keyvals(opts.as_deref().unwrap_or(""));
+            let template = kv.get("ref").or(kv.get("label")).cloned();
+            if let Some(c) = ENUM_COUNTERS.get(level - 1) {
+                self.counters.set_value(c, 0);
+            }
+            list = Some((level, 0, template));
+        }
+        self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None, list });
         after
     }
 
@@ -865,14 +927,34 @@ impl Latex {
             self.b.diag(file, i, Severity::Warning, "\\label without an argument".into());
             return j;
         };
-        let l = l.trim().to_string();
-        if !self.in_body || l.contains('#') {
-            return end;
+        self.attach_label(file, i, l.trim());
+        end
+    }
+
+    /// Gives `l` to the unit a `\label` at `i` names: the display-math line, the innermost unit
+    /// environment, else the current section.
+    fn attach_label(&mut self, file: usize, i: usize, l: &str) {
+        let l = l.to_string();
+        if !self.in_body || l.contains('#') || l.is_empty() {
+            return;
+        }
+        if let Some((f, end, number)) = self.footnote.clone() {
+            if f == file && i < end {
+                let unit = self.current_unit();
+                self.b.add_label(unit, &l, Some(number), file, i);
+                return;
+            }
+            self.footnote = None;
+        }
+        if let Some(number) = self.item_ref() {
+            let unit = self.current_unit();
+            self.b.add_label(unit, &l, Some(number), file, i);
+            return;
         }
         // In display math, the label names the current line.
         if let Some(math) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
             math.line.labels.push((l, i));
-            return end;
+            return;
         }
         let unit = if let Some(env) = self.envs.iter().rev().find(|e| e.unit.is_some()) {
             env.unit.unwrap_or(0)
@@ -884,7 +966,6 @@ impl Latex {
         }
         let number = self.b.doc.units[unit].number.clone();
         self.b.add_label(unit, &l, number, file, i);
-        end
     }
 
     fn caption(&mut self, file: usize, text: &str, i: usize, after: usize, captionof: bool) -> usize {
@@ -947,7 +1028,7 @@ impl Latex {
         let u = &mut self.b.doc.units[unit];
         u.id = format!("bib:{key}");
         u.label = Some(key);
-        self.envs.push(OpenEnv { name: "bibitem".into(), unit: Some(unit), file, start: i, math: None, float_counter: None });
+        self.envs.push(OpenEnv { name: "bibitem".into(), unit: Some(unit), file, start: i, math: None, float_counter: None, list: None });
         end
     }
 
@@ -1039,6 +1120,9 @@ impl Latex {
             return k;
         };
         let params = params.and_then(|p| p.trim().parse().ok()).unwrap_or(0);
+        if let Some(counter) = name.strip_prefix("the") {
+            self.counters.set_template(counter, body);
+        }
         self.remember_macro(&name, params, optional, body);
         end
     }
@@ -1070,7 +1154,7 @@ impl Latex {
 
     fn remember_macro(&mut self, name: &str, params: usize, optional: Option<String>, body: &str) {
         static INTERESTING: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses)\b").expect("valid")
+            Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses|label)\b").expect("valid")
         });
         if INTERESTING.is_match(body) && params <= 9 {
             self.macros.insert(name.to_string(), Macro { params, optional, body: body.to_string() });
@@ -1116,7 +1200,12 @@ impl Latex {
             let display = clean_title(&c[4]);
             self.define_theorem(c[2].trim(), &display, c.get(3).map(|m| m.as_str()), c.get(5).map(|m| m.as_str()), starred);
         }
-        if self.in_body {
+        static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\label\{([^}]*)\}").expect("valid"));
+        let labels: Vec<String> = LABEL.captures_iter(&body).map(|c| c[1].trim().to_string()).collect();
+        for l in labels {
+            self.attach_label(file, i, &l);
+        }
+        if self.in_body && refs_in(&body).iter().next().is_some() {
             self.mark_text(file, i);
             let unit = self.current_unit();
             for (kind, key) in refs_in(&body) {
@@ -1200,13 +1289,7 @@ impl Latex {
             CMD.captures_iter(slice).map(|c| (start + c.get(0).map_or(0, |m| m.start()), start + c.get(0).map_or(0, |m| m.end()), c[1].to_string())).collect();
         for (s, e, name) in found {
             let _ = match name.as_str() {
-                "label" => {
-                    if self.envs.iter().any(|e| e.math.is_some()) {
-                        self.label(file, text, s, e)
-                    } else {
-                        e
-                    }
-                }
+                "label" => self.label(file, text, s, e),
                 "eqref" => self.reference(file, text, s, e, MentionKind::Eqref, false),
                 "cref" | "Cref" | "uses" => self.reference(file, text, s, e, if name == "uses" { MentionKind::Uses } else { MentionKind::Cref }, true),
                 n if is_cite(n) => self.cite(file, text, s, e),
@@ -1324,6 +1407,9 @@ fn finish_math_line(math: &mut MathState, counters: &mut Counters, sub: &mut Opt
         math.labels.push((l, number.clone().or_else(|| math.numbers.last().cloned()), at));
     }
 }
+
+/// The counters of `enumerate` levels 1–4.
+const ENUM_COUNTERS: [&str; 4] = ["enumi", "enumii", "enumiii", "enumiv"];
 
 /// `Some((per_line, numbered))` for display-math environments.
 fn math_env(name: &str) -> Option<(bool, bool)> {

@@ -410,18 +410,24 @@ impl FileParse<'_> {
         // The anchor comes first: it is the heading's id; earlier `<a id>` anchors are aliases.
         let label = format!("{}#{anchor}", self.chapter.rel);
         let number = self.b.doc.units[unit].number.clone();
-        let u = &mut self.b.doc.units[unit];
-        if !u.labels.iter().any(|(l, _)| l == &label) {
-            u.labels.insert(0, (label, number.clone()));
+        let at = self.b.doc.units[unit].start_byte;
+        self.b.add_label(unit, &label, number.clone(), self.file, at);
+        // The heading's own anchor is its id: it goes first, before `<a id>` aliases.
+        let labels = &mut self.b.doc.units[unit].labels;
+        if let Some(pos) = labels.iter().position(|(l, _)| l == &label) {
+            let own = labels.remove(pos);
+            labels.insert(0, own);
         }
         // The first heading of a file also answers for the file itself (`[x](ch04.md)`).
-        if self.headings.len() == 1 && !self.b.doc.units.iter().any(|u| u.labels.iter().any(|(l, _)| l == &self.chapter.rel)) {
-            self.b.doc.units[unit].labels.push((self.chapter.rel.clone(), number));
+        if self.headings.len() == 1 && !self.b.has_label(&self.chapter.rel) {
+            let rel = self.chapter.rel.clone();
+            self.b.add_label(unit, &rel, number, self.file, at);
         }
     }
 
     fn link(&mut self, text: &str, unit: usize, dest: &str, range: Range<usize>) {
-        let Some(key) = link_key(dest, &self.chapter.rel) else { return };
+        let book = self.b.doc.format == Some(Format::MarkdownBook);
+        let Some(key) = link_key(dest, &self.chapter.rel, book) else { return };
         // The minimal span is the destination when it is written inline, else the whole link.
         let src = &text[range.clone()];
         let (s, e) = match src.find(&format!("]({dest}")) {
@@ -446,7 +452,7 @@ impl FileParse<'_> {
 }
 
 /// The key a Markdown link names, or `None` for external links and links to non-Markdown files.
-fn link_key(dest: &str, current: &str) -> Option<TargetKey> {
+fn link_key(dest: &str, current: &str, book: bool) -> Option<TargetKey> {
     static SCHEME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[A-Za-z][A-Za-z0-9+.-]*:").expect("valid"));
     if dest.is_empty() || SCHEME.is_match(dest) || dest.starts_with("//") {
         return None;
@@ -466,8 +472,12 @@ fn link_key(dest: &str, current: &str) -> Option<TargetKey> {
     if !path.ends_with(".md") {
         return None;
     }
-    let joined = Path::new(current).parent().unwrap_or(Path::new("")).join(&path);
-    Some(TargetKey::Anchor { file: normalise(&joined), anchor: anchor.to_string() })
+    let joined = normalise(&Path::new(current).parent().unwrap_or(Path::new("")).join(&path));
+    if book && joined.starts_with("../") {
+        // Out of the book: another site's page (`../std/…`), not a unit of this corpus.
+        return None;
+    }
+    Some(TargetKey::Anchor { file: joined, anchor: anchor.to_string() })
 }
 
 /// Lexically normalises a relative path to `a/b/c.md` (keeping leading `..`).
@@ -541,9 +551,11 @@ mod tests {
 
     #[test]
     fn link_keys() {
-        assert_eq!(link_key("https://x.org/a.md", "a.md"), None);
-        assert_eq!(link_key("#intro", "b/a.md"), Some(TargetKey::Anchor { file: "b/a.md".into(), anchor: "intro".into() }));
-        assert_eq!(link_key("../c.html#x", "b/a.md"), Some(TargetKey::Anchor { file: "c.md".into(), anchor: "x".into() }));
-        assert_eq!(link_key("img/x.svg", "a.md"), None);
+        assert_eq!(link_key("https://x.org/a.md", "a.md", true), None);
+        assert_eq!(link_key("#intro", "b/a.md", true), Some(TargetKey::Anchor { file: "b/a.md".into(), anchor: "intro".into() }));
+        assert_eq!(link_key("../c.html#x", "b/a.md", true), Some(TargetKey::Anchor { file: "c.md".into(), anchor: "x".into() }));
+        assert_eq!(link_key("img/x.svg", "a.md", true), None);
+        assert_eq!(link_key("../../std/x.html", "b/a.md", true), None);
+        assert_eq!(link_key("../x.md", "a.md", false), Some(TargetKey::Anchor { file: "../x.md".into(), anchor: String::new() }));
     }
 }

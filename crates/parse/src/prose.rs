@@ -20,14 +20,14 @@ pub struct ProseMention {
     pub number: String,
 }
 
-const WORDS: &str = r"Sections?|Secs?\.|§§?|Chapters?|Chaps?\.|Ch\.|Parts?|Appendix|Appendices|App\.|Figures?|Figs?\.|Tables?|Tabs?\.|Equations?|Eqns?\.|Eqs?\.|Theorems?|Thms?\.|Lemmas?|Lemmata|Definitions?|Defs?\.|Corollary|Corollaries|Cors?\.|Propositions?|Props?\.|Remarks?|Examples?|Exercises?|Algorithms?|Algs?\.|Listings?|Conjectures?|Claims?|Axioms?|Assumptions?|Hypothes[ie]s|Observations?|Problems?|Notations?|Facts?";
+const WORDS: &str = r"Sections?|Secs?\.|Chapters?|Chaps?\.|Ch\.|Parts?|Appendix|Appendices|App\.|Figures?|Figs?\.|Tables?|Tabs?\.|Equations?|Eqns?\.|Eqs?\.|Theorems?|Thms?\.|Lemmas?|Lemmata|Definitions?|Defs?\.|Corollary|Corollaries|Cors?\.|Propositions?|Props?\.|Remarks?|Examples?|Exercises?|Algorithms?|Algs?\.|Listings?|Conjectures?|Claims?|Axioms?|Assumptions?|Hypothes[ie]s|Observations?|Problems?|Notations?|Facts?";
 
 /// A number: `3`, `3.2`, `7-3`, `A`, `A.1`, `(3)`, `(2.1)`, `5(a)`.
 const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
 
 static PROSE: LazyLock<Regex> = LazyLock::new(|| {
     let sep = r"(?:\s*(?:,\s*(?:and|or)?|and|or|&|\\&|–|—|--|to|through)\s*)";
-    let pattern = format!(r"\b(?P<word>(?i:{WORDS}))(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)");
+    let pattern = format!(r"(?P<word>\b(?i:{WORDS})|§§?)(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)");
     Regex::new(&pattern).expect("prose regex is valid")
 });
 
@@ -95,6 +95,25 @@ pub fn find(text: &str) -> Vec<ProseMention> {
             let number = normalise(raw, fam);
             if number.is_empty() || (lower && !number.starts_with(|c: char| c.is_ascii_digit())) {
                 continue;
+            }
+            // In lower case, "(3)" after a word other than "equation" is an aside, not a reference.
+            if lower && raw.starts_with('(') && fam != "equation" {
+                continue;
+            }
+            // "sections 3-9": a hyphen between integers is a range for sections, chapters and parts.
+            if matches!(fam, "section" | "chapter" | "part") {
+                if let Some((a, b)) = number.split_once('-') {
+                    if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() {
+                        let first = a.to_string();
+                        numbers.push((s, s + a.len(), first.clone()));
+                        for mid in range_between(&first, b) {
+                            numbers.push((s, e, mid));
+                        }
+                        numbers.push((s + a.len() + 1, e, b.to_string()));
+                        prev_end = Some(e);
+                        continue;
+                    }
+                }
             }
             if fam != "appendix" && number.chars().all(|c| c.is_ascii_uppercase()) && number.len() == 1 && fam != "part" {
                 // "Figure A" is rare; a lone capital after a non-appendix word is usually prose ("Table A lists").
@@ -187,6 +206,10 @@ mod tests {
             vec![t("Figures 3", "figure", "3"), t("3–5", "figure", "4"), t("5", "figure", "5")]
         );
         assert_eq!(found("Lemmas 2.1, 2.2"), vec![t("Lemmas 2.1", "lemma", "2.1"), t("2.2", "lemma", "2.2")]);
+        assert_eq!(
+            found("sections 3-5"),
+            vec![t("sections 3", "section", "3"), t("3-5", "section", "4"), t("5", "section", "5")]
+        );
     }
 
     #[test]
@@ -196,5 +219,6 @@ mod tests {
         assert!(found("Table A lists").is_empty());
         assert!(found("a Theorem about").is_empty());
         assert!(found("Figure4").is_empty());
+        assert!(found("reference definitions (332 with").is_empty());
     }
 }

@@ -1,7 +1,7 @@
 //! Writing a graph: Arrow batches from documents, Parquet files, atomic commit.
 
 use crate::schema::{DIAGNOSTICS, DOCUMENTS, EDGES, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES, UNITS};
-use crate::{Result, StoreError, io_err};
+use crate::{Result, io_err};
 use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::SchemaRef;
 use ledger_core::{Diagnostic, Document, Edge, Resolution};
@@ -392,7 +392,7 @@ mod tests {
     #[test]
     fn rfc3339_known_dates() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_798_848_000), "2027-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_798_761_600), "2027-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
     }
 
@@ -404,10 +404,5 @@ mod tests {
         assert_eq!(next_version(&v).expect("read"), 1);
         std::fs::create_dir_all(v.join("000004")).expect("mkdir");
         assert_eq!(next_version(&v).expect("read"), 5);
-    }
-
-    #[allow(dead_code)]
-    fn _error_is_send(e: StoreError) -> Box<dyn std::error::Error + Send + Sync> {
-        Box::new(e)
     }
 }
