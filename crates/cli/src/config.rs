@@ -53,14 +53,21 @@ pub struct SqlConfig {
 impl Config {
     /// Loads the defaults, merges `file` (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Config> {
-        let mut value: toml::Table = DEFAULT_TOML.parse().context("built-in configs/default.toml")?;
+        let mut value: toml::Table = DEFAULT_TOML
+            .parse()
+            .context("built-in configs/default.toml")?;
         if let Some(path) = file {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-            let user: toml::Table = text.parse().with_context(|| format!("parsing config {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading config {}", path.display()))?;
+            let user: toml::Table = text
+                .parse()
+                .with_context(|| format!("parsing config {}", path.display()))?;
             merge(&mut value, user, path)?;
         }
         apply_env(&mut value, |k| std::env::var(k).ok())?;
-        toml::Value::Table(value).try_into().context("invalid configuration")
+        toml::Value::Table(value)
+            .try_into()
+            .context("invalid configuration")
     }
 }
 
@@ -86,18 +93,28 @@ fn merge(base: &mut toml::Table, user: toml::Table, path: &Path) -> Result<()> {
 /// Overrides each `section.key` from `LEDGER_SECTION_KEY` when set, parsed as the default's type.
 fn apply_env(value: &mut toml::Table, get: impl Fn(&str) -> Option<String>) -> Result<()> {
     for (section, v) in value.iter_mut() {
-        let toml::Value::Table(entries) = v else { continue };
+        let toml::Value::Table(entries) = v else {
+            continue;
+        };
         for (key, current) in entries.iter_mut() {
             let var = format!("LEDGER_{}_{}", section.to_uppercase(), key.to_uppercase());
             let Some(raw) = get(&var) else { continue };
             *current = match current {
-                toml::Value::Boolean(_) => toml::Value::Boolean(match raw.to_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => anyhow::bail!("{var}={raw}: expected true or false"),
-                }),
-                toml::Value::Integer(_) => toml::Value::Integer(raw.parse().with_context(|| format!("{var}={raw}: expected an integer"))?),
-                toml::Value::Float(_) => toml::Value::Float(raw.parse().with_context(|| format!("{var}={raw}: expected a number"))?),
+                toml::Value::Boolean(_) => {
+                    toml::Value::Boolean(match raw.to_lowercase().as_str() {
+                        "1" | "true" | "yes" | "on" => true,
+                        "0" | "false" | "no" | "off" => false,
+                        _ => anyhow::bail!("{var}={raw}: expected true or false"),
+                    })
+                }
+                toml::Value::Integer(_) => toml::Value::Integer(
+                    raw.parse()
+                        .with_context(|| format!("{var}={raw}: expected an integer"))?,
+                ),
+                toml::Value::Float(_) => toml::Value::Float(
+                    raw.parse()
+                        .with_context(|| format!("{var}={raw}: expected a number"))?,
+                ),
                 _ => toml::Value::String(raw),
             };
         }
@@ -128,7 +145,11 @@ mod tests {
         assert_eq!(c.index.jobs, 3);
         assert!(c.verify.fail_on_ambiguous);
         let mut v: toml::Table = DEFAULT_TOML.parse().expect("toml");
-        assert!(apply_env(&mut v, |k| (k == "LEDGER_INDEX_JOBS").then(|| "many".into())).is_err());
+        assert!(
+            apply_env(&mut v, |k| (k == "LEDGER_INDEX_JOBS")
+                .then(|| "many".into()))
+            .is_err()
+        );
     }
 
     #[test]

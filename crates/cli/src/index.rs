@@ -23,13 +23,22 @@ pub struct Corpus {
 pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
     let start = Instant::now();
     let (sources, diagnostics) = ledger_parse::discover(paths);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(config.jobs).build().context("starting parser threads")?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(config.jobs)
+        .build()
+        .context("starting parser threads")?;
     let tokenizer = config.count_tokens.then(ledger_parse::Tokenizer::cl100k);
-    let bar = if config.progress { ProgressBar::new(sources.len() as u64) } else { ProgressBar::hidden() };
+    let bar = if config.progress {
+        ProgressBar::new(sources.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} parsing [{bar:30}] {pos}/{len} documents {msg} ({eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} parsing [{bar:30}] {pos}/{len} documents {msg} ({eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     let mut docs: Vec<Document> = pool.install(|| {
         sources
@@ -44,7 +53,11 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
     });
     bar.finish_and_clear();
     ledger_parse::resolve_corpus(&mut docs);
-    Ok(Corpus { docs, diagnostics, seconds: start.elapsed().as_secs_f64() })
+    Ok(Corpus {
+        docs,
+        diagnostics,
+        seconds: start.elapsed().as_secs_f64(),
+    })
 }
 
 /// `ledger index PATH... --out GRAPH`.
@@ -54,11 +67,16 @@ pub fn index(paths: &[PathBuf], out: &Path, config: &IndexConfig) -> Result<()> 
     let run = ledger_store::RunInfo {
         started_at,
         command: std::env::args().collect::<Vec<_>>().join(" "),
-        inputs: paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
+        inputs: paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
         seconds: corpus.seconds,
     };
     let write_start = Instant::now();
-    let manifest = ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &run).with_context(|| format!("writing graph {}", out.display()))?;
+    let manifest = ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &run)
+        .with_context(|| format!("writing graph {}", out.display()))?;
     print!("{}", summary(&corpus));
     println!(
         "graph: {} (version {}), written in {:.2} s",
@@ -89,25 +107,60 @@ pub fn summary(corpus: &Corpus) -> String {
         }
     }
     let mut severities: BTreeMap<Severity, usize> = BTreeMap::new();
-    for d in docs.iter().flat_map(|d| &d.diagnostics).chain(&corpus.diagnostics) {
+    for d in docs
+        .iter()
+        .flat_map(|d| &d.diagnostics)
+        .chain(&corpus.diagnostics)
+    {
         *severities.entry(d.severity).or_default() += 1;
     }
     let mut s = String::new();
-    let _ = writeln!(s, "documents: {} ({:.1} MB)", docs.len(), bytes as f64 / 1e6);
+    let _ = writeln!(
+        s,
+        "documents: {} ({:.1} MB)",
+        docs.len(),
+        bytes as f64 / 1e6
+    );
     let _ = writeln!(
         s,
         "units: {} ({})",
         kinds.values().sum::<usize>(),
-        kinds.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+        kinds
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    let _ = writeln!(s, "edges: {} {contains}, {} {references}", EdgeKind::Contains.as_str(), EdgeKind::References.as_str());
-    let _ = writeln!(s, "mentions: {} ({resolved} resolved, {broken} broken, {ambiguous} ambiguous)", resolved + broken + ambiguous);
+    let _ = writeln!(
+        s,
+        "edges: {} {contains}, {} {references}",
+        EdgeKind::Contains.as_str(),
+        EdgeKind::References.as_str()
+    );
+    let _ = writeln!(
+        s,
+        "mentions: {} ({resolved} resolved, {broken} broken, {ambiguous} ambiguous)",
+        resolved + broken + ambiguous
+    );
     let _ = writeln!(
         s,
         "diagnostics: {}",
-        if severities.is_empty() { "none".into() } else { severities.iter().map(|(k, n)| format!("{n} {}", k.as_str())).collect::<Vec<_>>().join(", ") }
+        if severities.is_empty() {
+            "none".into()
+        } else {
+            severities
+                .iter()
+                .map(|(k, n)| format!("{n} {}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
     );
-    let _ = writeln!(s, "parsed in {:.2} s ({:.1} MB/s)", corpus.seconds, bytes as f64 / 1e6 / corpus.seconds.max(1e-9));
+    let _ = writeln!(
+        s,
+        "parsed in {:.2} s ({:.1} MB/s)",
+        corpus.seconds,
+        bytes as f64 / 1e6 / corpus.seconds.max(1e-9)
+    );
     s
 }
 
@@ -126,30 +179,60 @@ pub fn verify(paths: &[PathBuf], index: &IndexConfig, config: &VerifyConfig) -> 
                 Resolution::Resolved { .. } => {}
                 Resolution::Broken { .. } | Resolution::Pending => {
                     broken += 1;
-                    lines.push((path.to_string(), m.line, m.col, format!("error: broken reference `{}`: {}", m.text, broken_reason(m))));
+                    lines.push((
+                        path.to_string(),
+                        m.line,
+                        m.col,
+                        format!("error: broken reference `{}`: {}", m.text, broken_reason(m)),
+                    ));
                 }
                 Resolution::Ambiguous { reason } => {
                     ambiguous += 1;
-                    let level = if config.fail_on_ambiguous { "error" } else { "warning" };
-                    lines.push((path.to_string(), m.line, m.col, format!("{level}: ambiguous reference `{}`: {reason}", m.text)));
+                    let level = if config.fail_on_ambiguous {
+                        "error"
+                    } else {
+                        "warning"
+                    };
+                    lines.push((
+                        path.to_string(),
+                        m.line,
+                        m.col,
+                        format!("{level}: ambiguous reference `{}`: {reason}", m.text),
+                    ));
                 }
             }
         }
         if config.show_diagnostics {
             for d in &doc.diagnostics {
-                lines.push((d.path.clone(), d.line, 1, format!("{}: {}", d.severity.as_str(), d.message)));
+                lines.push((
+                    d.path.clone(),
+                    d.line,
+                    1,
+                    format!("{}: {}", d.severity.as_str(), d.message),
+                ));
             }
         }
     }
     for d in &corpus.diagnostics {
-        lines.push((d.path.clone(), d.line, 1, format!("{}: {}", d.severity.as_str(), d.message)));
+        lines.push((
+            d.path.clone(),
+            d.line,
+            1,
+            format!("{}: {}", d.severity.as_str(), d.message),
+        ));
     }
     for (path, line, col, msg) in &lines {
         println!("{path}:{line}:{col}: {msg}");
     }
     let mentions: usize = corpus.docs.iter().map(|d| d.mentions.len()).sum();
-    eprintln!("{} documents, {mentions} references: {broken} broken, {ambiguous} ambiguous", corpus.docs.len());
-    let input_errors = corpus.diagnostics.iter().any(|d| d.severity == Severity::Error);
+    eprintln!(
+        "{} documents, {mentions} references: {broken} broken, {ambiguous} ambiguous",
+        corpus.docs.len()
+    );
+    let input_errors = corpus
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
     Ok(broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || input_errors)
 }
 

@@ -11,7 +11,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ledger", version, about = "Typed dependency graphs of technical documents, for safe edits")]
+#[command(
+    name = "ledger",
+    version,
+    about = "Typed dependency graphs of technical documents, for safe edits"
+)]
 struct Cli {
     /// Configuration file (TOML); defaults to $LEDGER_CONFIG, then the built-in configs/default.toml.
     #[arg(long, global = true, env = "LEDGER_CONFIG")]
@@ -77,7 +81,9 @@ enum Format {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()) {
@@ -92,7 +98,12 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = config::Config::load(cli.config.as_deref())?;
     match cli.command {
-        Command::Index { paths, out, jobs, no_tokens } => {
+        Command::Index {
+            paths,
+            out,
+            jobs,
+            no_tokens,
+        } => {
             let mut c = config.index;
             if let Some(j) = jobs {
                 c.jobs = j;
@@ -103,7 +114,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             index::index(&paths, &out, &c)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sql { graph, query, format } => {
+        Command::Sql {
+            graph,
+            query,
+            format,
+        } => {
             let format = match format {
                 Some(Format::Table) => ledger_store::OutputFormat::Table,
                 Some(Format::Csv) => ledger_store::OutputFormat::Csv,
@@ -115,7 +130,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     other => anyhow::bail!("sql.format = {other:?}: expected table, csv or json"),
                 },
             };
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
             let out = rt.block_on(async {
                 let session = ledger_store::SqlSession::open(&graph).await?;
                 session.query_formatted(&query, format).await
@@ -123,12 +141,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", out.trim_end());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify { paths, fail_on_ambiguous, no_diagnostics } => {
+        Command::Verify {
+            paths,
+            fail_on_ambiguous,
+            no_diagnostics,
+        } => {
             let mut c = config.verify;
             c.fail_on_ambiguous |= fail_on_ambiguous;
             c.show_diagnostics &= !no_diagnostics;
             let failed = index::verify(&paths, &config.index, &c)?;
-            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Bench { which } => {
             bench::run(which)?;

@@ -329,7 +329,14 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}: {}", self.path, self.line, self.severity.as_str(), self.message)
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.path,
+            self.line,
+            self.severity.as_str(),
+            self.message
+        )
     }
 }
 
@@ -441,9 +448,12 @@ impl Document {
     /// with the mention kinds and texts that support it as evidence.
     pub fn reference_edges(&self) -> Vec<Edge> {
         let mut out: Vec<Edge> = Vec::new();
-        let mut index: std::collections::BTreeMap<(usize, String, String), usize> = Default::default();
+        let mut index: std::collections::BTreeMap<(usize, String, String), usize> =
+            Default::default();
         for m in &self.mentions {
-            let Resolution::Resolved { doc, unit } = &m.resolution else { continue };
+            let Resolution::Resolved { doc, unit } = &m.resolution else {
+                continue;
+            };
             let src = &self.units[m.unit].id;
             if doc == &self.id && unit == src {
                 continue;
@@ -477,7 +487,11 @@ impl Document {
     /// The 1-based line of a byte offset in one of the document's files, given that file's text.
     pub fn line_of(text: &str, byte: usize) -> usize {
         let end = byte.min(text.len());
-        text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+        text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
     }
 }
 
@@ -517,9 +531,22 @@ mod tests {
 
     #[test]
     fn edge_priority_order() {
-        let mut kinds = [EdgeKind::Related, EdgeKind::Contains, EdgeKind::References, EdgeKind::Depends];
+        let mut kinds = [
+            EdgeKind::Related,
+            EdgeKind::Contains,
+            EdgeKind::References,
+            EdgeKind::Depends,
+        ];
         kinds.sort_by_key(|k| k.priority());
-        assert_eq!(kinds, [EdgeKind::References, EdgeKind::Depends, EdgeKind::Contains, EdgeKind::Related]);
+        assert_eq!(
+            kinds,
+            [
+                EdgeKind::References,
+                EdgeKind::Depends,
+                EdgeKind::Contains,
+                EdgeKind::Related
+            ]
+        );
     }
 
     #[test]

@@ -75,7 +75,16 @@ impl Builder {
 
     /// Adds a unit; returns its index.
     #[allow(clippy::too_many_arguments)]
-    pub fn unit(&mut self, kind: UnitKind, env: &str, level: i32, parent: usize, file: usize, start: usize, end: usize) -> usize {
+    pub fn unit(
+        &mut self,
+        kind: UnitKind,
+        env: &str,
+        level: i32,
+        parent: usize,
+        file: usize,
+        start: usize,
+        end: usize,
+    ) -> usize {
         let ordinal = self.doc.units.len();
         self.doc.units.push(Unit {
             id: String::new(),
@@ -106,15 +115,29 @@ impl Builder {
     }
 
     /// Adds a label (with the number printed for it) to a unit; warns on a duplicate in the same document.
-    pub fn add_label(&mut self, unit: usize, label: &str, number: Option<String>, file: usize, byte: usize) {
+    pub fn add_label(
+        &mut self,
+        unit: usize,
+        label: &str,
+        number: Option<String>,
+        file: usize,
+        byte: usize,
+    ) {
         if let Some(&other) = self.label_owner.get(label) {
             if other != unit {
-                self.diag(file, byte, Severity::Warning, format!("label `{label}` defined more than once; the first definition is kept"));
+                self.diag(
+                    file,
+                    byte,
+                    Severity::Warning,
+                    format!("label `{label}` defined more than once; the first definition is kept"),
+                );
             }
             return;
         }
         self.label_owner.insert(label.to_string(), unit);
-        self.doc.units[unit].labels.push((label.to_string(), number));
+        self.doc.units[unit]
+            .labels
+            .push((label.to_string(), number));
     }
 
     /// Whether some unit already carries `label`.
@@ -122,19 +145,46 @@ impl Builder {
         self.label_owner.contains_key(label)
     }
 
-    pub fn mention(&mut self, unit: usize, file: usize, start: usize, end: usize, kind: MentionKind, key: TargetKey) {
+    pub fn mention(
+        &mut self,
+        unit: usize,
+        file: usize,
+        start: usize,
+        end: usize,
+        kind: MentionKind,
+        key: TargetKey,
+    ) {
         let src = &self.texts[file];
         let text = src.get(start..end).unwrap_or_default().to_string();
         let (line, col) = line_col(src, &self.line_starts[file], start);
-        self.doc.mentions.push(Mention { unit, file, start_byte: start, end_byte: end, line, col, text, kind, key, resolution: Resolution::Pending });
+        self.doc.mentions.push(Mention {
+            unit,
+            file,
+            start_byte: start,
+            end_byte: end,
+            line,
+            col,
+            text,
+            kind,
+            key,
+            resolution: Resolution::Pending,
+        });
     }
 
     pub fn diag(&mut self, file: usize, byte: usize, severity: Severity, message: String) {
         let (path, line) = match self.texts.get(file) {
-            Some(text) => (self.doc.files[file].clone(), line_col(text, &self.line_starts[file], byte).0),
+            Some(text) => (
+                self.doc.files[file].clone(),
+                line_col(text, &self.line_starts[file], byte).0,
+            ),
             None => (self.doc.path.clone(), 0),
         };
-        self.doc.diagnostics.push(Diagnostic { path, line, severity, message });
+        self.doc.diagnostics.push(Diagnostic {
+            path,
+            line,
+            severity,
+            message,
+        });
     }
 
     /// Assigns ids and texts, counts tokens, resolves mentions inside the document.
@@ -145,7 +195,10 @@ impl Builder {
             }
             if u.kind != UnitKind::Document && u.kind != UnitKind::Section && u.text.is_empty() {
                 if let Some(t) = self.texts.get(u.file) {
-                    u.text = t.get(u.start_byte..u.end_byte).unwrap_or_default().to_string();
+                    u.text = t
+                        .get(u.start_byte..u.end_byte)
+                        .unwrap_or_default()
+                        .to_string();
                 }
             }
             if u.kind == UnitKind::Section && u.text.is_empty() {
@@ -159,7 +212,12 @@ impl Builder {
         for u in &mut self.doc.units {
             u.tokens = tokenizer.map_or(0, |t| t.count(&u.text));
             let mut h = blake3::Hasher::new();
-            for part in [u.kind.as_str(), u.number.as_deref().unwrap_or(""), u.title.as_deref().unwrap_or(""), &u.text] {
+            for part in [
+                u.kind.as_str(),
+                u.number.as_deref().unwrap_or(""),
+                u.title.as_deref().unwrap_or(""),
+                &u.text,
+            ] {
                 h.update(part.as_bytes());
                 h.update(&[0]);
             }
@@ -188,16 +246,28 @@ impl Builder {
                 continue;
             }
             let u = &self.doc.units[i];
-            let prefix = self.prefixes.get(&i).cloned().unwrap_or_else(|| u.kind.id_prefix().to_string());
+            let prefix = self
+                .prefixes
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| u.kind.id_prefix().to_string());
             let stem = match (&u.number, &u.title) {
                 (Some(n), _) if u.kind != UnitKind::Paragraph => format!("{prefix}-{}", slug(n)),
-                (None, Some(t)) if u.kind == UnitKind::Section && !slug(t).is_empty() => format!("{prefix}-{}", slug(t)),
+                (None, Some(t)) if u.kind == UnitKind::Section && !slug(t).is_empty() => {
+                    format!("{prefix}-{}", slug(t))
+                }
                 _ => {
                     let parent = u.parent.unwrap_or(0);
-                    let n = child_counts.entry((parent, u.kind.id_prefix())).or_insert(0);
+                    let n = child_counts
+                        .entry((parent, u.kind.id_prefix()))
+                        .or_insert(0);
                     *n += 1;
                     let pid = &self.doc.units[parent].id;
-                    if parent == 0 { format!("{}{}", u.kind.id_prefix(), n) } else { format!("{pid}/{}{}", u.kind.id_prefix(), n) }
+                    if parent == 0 {
+                        format!("{}{}", u.kind.id_prefix(), n)
+                    } else {
+                        format!("{pid}/{}{}", u.kind.id_prefix(), n)
+                    }
                 }
             };
             let mut id = stem.clone();
@@ -230,20 +300,39 @@ impl Builder {
                 }
             }
             // Blanking every byte of a multi-byte character keeps the text valid UTF-8.
-            let Ok(masked) = String::from_utf8(masked) else { continue };
+            let Ok(masked) = String::from_utf8(masked) else {
+                continue;
+            };
             for (unit, start, end) in own_ranges(&self.doc.units, file) {
-                if matches!(self.doc.units[unit].kind, UnitKind::Listing | UnitKind::Equation) {
+                if matches!(
+                    self.doc.units[unit].kind,
+                    UnitKind::Listing | UnitKind::Equation
+                ) {
                     continue;
                 }
-                let Some(slice) = masked.get(start..end) else { continue };
+                let Some(slice) = masked.get(start..end) else {
+                    continue;
+                };
                 for m in crate::prose::find(slice) {
-                    let key = TargetKey::Number { family: m.family, number: m.number };
-                    self.mention(unit, file, start + m.start, start + m.end, MentionKind::Prose, key);
+                    let key = TargetKey::Number {
+                        family: m.family,
+                        number: m.number,
+                    };
+                    self.mention(
+                        unit,
+                        file,
+                        start + m.start,
+                        start + m.end,
+                        MentionKind::Prose,
+                        key,
+                    );
                 }
             }
         }
         // Mentions in document order: by unit, then position.
-        self.doc.mentions.sort_by_key(|m| (m.unit, m.file, m.start_byte));
+        self.doc
+            .mentions
+            .sort_by_key(|m| (m.unit, m.file, m.start_byte));
     }
 }
 
@@ -264,7 +353,10 @@ pub(crate) fn own_ranges(units: &[Unit], file: usize) -> Vec<(usize, usize, usiz
     for u in units {
         if let Some(p) = u.parent {
             if u.file == file && units[p].file == file {
-                children.entry(p).or_default().push((u.start_byte, u.end_byte));
+                children
+                    .entry(p)
+                    .or_default()
+                    .push((u.start_byte, u.end_byte));
             }
         }
     }
@@ -294,7 +386,10 @@ pub(crate) fn read_text(path: &std::path::Path) -> Result<String, String> {
     const MAX: u64 = 256 * 1024 * 1024;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > MAX {
-        return Err(format!("file is {} bytes, over the {MAX}-byte limit", meta.len()));
+        return Err(format!(
+            "file is {} bytes, over the {MAX}-byte limit",
+            meta.len()
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if bytes.iter().take(8192).any(|&b| b == 0) {

@@ -65,7 +65,8 @@ impl Counters {
     /// `\renewcommand{\thename}{template}`: how the counter prints from now on.
     pub fn set_template(&mut self, name: &str, template: &str) {
         if self.counters.contains_key(name) || self.aliases.contains_key(name) {
-            self.templates.insert(name.to_string(), template.to_string());
+            self.templates
+                .insert(name.to_string(), template.to_string());
         }
     }
 
@@ -83,7 +84,14 @@ impl Counters {
     /// Defines (or redefines) a counter, reset by `within` when given.
     pub fn define(&mut self, name: &str, within: Option<&str>) {
         self.aliases.remove(name);
-        self.counters.insert(name.into(), Counter { value: 0, within: within.map(Into::into), style: Style::Arabic });
+        self.counters.insert(
+            name.into(),
+            Counter {
+                value: 0,
+                within: within.map(Into::into),
+                style: Style::Arabic,
+            },
+        );
     }
 
     pub fn exists(&self, name: &str) -> bool {
@@ -168,12 +176,18 @@ impl Counters {
         if let Some(t) = self.templates.get(name).filter(|_| depth < 8) {
             return self.expand(t, depth + 1);
         }
-        let Some(c) = self.counters.get(name) else { return String::new() };
+        let Some(c) = self.counters.get(name) else {
+            return String::new();
+        };
         let own = format_value(c.value, c.style);
         match &c.within {
             Some(w) if depth < 8 => {
                 let prefix = self.the_inner(self.canonical(w), depth + 1);
-                if prefix.is_empty() { own } else { format!("{prefix}.{own}") }
+                if prefix.is_empty() {
+                    own
+                } else {
+                    format!("{prefix}.{own}")
+                }
             }
             _ => own,
         }
@@ -190,7 +204,11 @@ impl Counters {
             if let (Some(style), Some(counter)) = (c.get(1), c.get(2)) {
                 self.format(self.value(counter.as_str()), style.as_str())
             } else if let Some(counter) = c.get(3) {
-                if self.exists(counter.as_str()) { self.the_inner(self.canonical(counter.as_str()), depth) } else { String::new() }
+                if self.exists(counter.as_str()) {
+                    self.the_inner(self.canonical(counter.as_str()), depth)
+                } else {
+                    String::new()
+                }
             } else {
                 String::new()
             }
@@ -201,7 +219,9 @@ impl Counters {
 
     /// The current value of a counter.
     pub fn value(&self, name: &str) -> i64 {
-        self.counters.get(self.canonical(name)).map_or(0, |c| c.value)
+        self.counters
+            .get(self.canonical(name))
+            .map_or(0, |c| c.value)
     }
 }
 
@@ -223,7 +243,21 @@ fn roman(mut v: i64) -> String {
     if v <= 0 || v > 3999 {
         return v.to_string();
     }
-    let table = [(1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")];
+    let table = [
+        (1000, "M"),
+        (900, "CM"),
+        (500, "D"),
+        (400, "CD"),
+        (100, "C"),
+        (90, "XC"),
+        (50, "L"),
+        (40, "XL"),
+        (10, "X"),
+        (9, "IX"),
+        (5, "V"),
+        (4, "IV"),
+        (1, "I"),
+    ];
     let mut s = String::new();
     for (n, r) in table {
         while v >= n {

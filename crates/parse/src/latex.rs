@@ -73,7 +73,11 @@ struct Paragraph {
 }
 
 /// Parses the LaTeX document whose main file is `main`.
-pub(crate) fn parse(main: &Path, doc_id: &str, tokenizer: Option<&crate::tokens::Tokenizer>) -> ledger_core::Document {
+pub(crate) fn parse(
+    main: &Path,
+    doc_id: &str,
+    tokenizer: Option<&crate::tokens::Tokenizer>,
+) -> ledger_core::Document {
     let mut p = Latex::new(main, doc_id);
     match read_text(main) {
         Ok(text) => {
@@ -148,7 +152,13 @@ impl Latex {
             ("fact", "Fact"),
             ("observation", "Observation"),
         ] {
-            theorems.insert(env.to_string(), TheoremDef { display: display.into(), counter: Some(env.into()) });
+            theorems.insert(
+                env.to_string(),
+                TheoremDef {
+                    display: display.into(),
+                    counter: Some(env.into()),
+                },
+            );
         }
         Latex {
             b: Builder::new(doc_id, &main.display().to_string(), Format::Latex),
@@ -214,6 +224,7 @@ impl Latex {
                 b'$' if bytes.get(i + 1) == Some(&b'$') => {
                     self.mark_text(file, i);
                     let end = find_from(&text, i + 2, "$$").map_or(n, |k| k + 2);
+                    self.scan_refs_in(file, &text, i + 2, end.saturating_sub(2).max(i + 2));
                     self.extend_text(end);
                     i = end;
                 }
@@ -264,7 +275,9 @@ impl Latex {
             return;
         }
         let parent = self.container();
-        let unit = self.b.unit(UnitKind::Paragraph, "paragraph", 0, parent, file, i, i + 1);
+        let unit = self
+            .b
+            .unit(UnitKind::Paragraph, "paragraph", 0, parent, file, i, i + 1);
         self.para = Some(Paragraph { unit, file });
     }
 
@@ -320,10 +333,10 @@ impl Latex {
         match name {
             "begin" => self.begin(file, text, i, j),
             "end" => self.end(file, text, i, j),
-            "input" | "include" | "subfile" | "InputIfFileExists" | "import" | "subimport" | "includefrom" | "inputfrom" => {
-                self.input(file, text, i, j, name)
-            }
-            "part" | "chapter" | "section" | "subsection" | "subsubsection" | "paragraph" | "subparagraph" | "addchap" | "addsec" => {
+            "input" | "include" | "subfile" | "InputIfFileExists" | "import" | "subimport"
+            | "includefrom" | "inputfrom" => self.input(file, text, i, j, name),
+            "part" | "chapter" | "section" | "subsection" | "subsubsection" | "paragraph"
+            | "subparagraph" | "addchap" | "addsec" => {
                 if self.in_body {
                     self.section(file, text, i, after_star, name, starred)
                 } else {
@@ -347,11 +360,13 @@ impl Latex {
                 j
             }
             "label" => self.label(file, text, i, j),
-            "ref" | "autoref" | "Autoref" | "pageref" | "nameref" | "Nameref" | "vref" | "Vref" | "vpageref" | "hyperref" | "fref" | "Fref" => {
+            "ref" | "autoref" | "Autoref" | "pageref" | "nameref" | "Nameref" | "vref" | "Vref"
+            | "vpageref" | "hyperref" | "fref" | "Fref" => {
                 self.reference(file, text, i, after_star, MentionKind::Ref, false)
             }
             "eqref" => self.reference(file, text, i, after_star, MentionKind::Eqref, false),
-            "cref" | "Cref" | "cpageref" | "Cpageref" | "labelcref" | "namecref" | "nameCref" | "lcnamecref" | "crefrange" | "Crefrange" | "cpagerefrange" | "Cpagerefrange" => {
+            "cref" | "Cref" | "cpageref" | "Cpageref" | "labelcref" | "namecref" | "nameCref"
+            | "lcnamecref" | "crefrange" | "Crefrange" | "cpagerefrange" | "Cpagerefrange" => {
                 self.reference(file, text, i, after_star, MentionKind::Cref, true)
             }
             "uses" => self.reference(file, text, i, after_star, MentionKind::Uses, true),
@@ -403,9 +418,12 @@ impl Latex {
                 }
                 j
             }
-            "newcommand" | "renewcommand" | "providecommand" | "DeclareRobustCommand" | "newrobustcmd" | "renewrobustcmd" => {
-                self.newcommand(file, text, i, after_star)
-            }
+            "newcommand"
+            | "renewcommand"
+            | "providecommand"
+            | "DeclareRobustCommand"
+            | "newrobustcmd"
+            | "renewrobustcmd" => self.newcommand(file, text, i, after_star),
             "def" | "gdef" | "edef" | "xdef" => self.def(file, text, i, j),
             "newenvironment" | "renewenvironment" => {
                 // name, optional args, begin code, end code: none of it is prose.
@@ -420,7 +438,17 @@ impl Latex {
                 let o = skip_opt(text, j);
                 if let Some((cls, e)) = arg(text, o) {
                     let cls = cls.trim();
-                    if matches!(cls, "book" | "report" | "scrbook" | "scrreprt" | "memoir" | "amsbook" | "tufte-book" | "ctexbook") {
+                    if matches!(
+                        cls,
+                        "book"
+                            | "report"
+                            | "scrbook"
+                            | "scrreprt"
+                            | "memoir"
+                            | "amsbook"
+                            | "tufte-book"
+                            | "ctexbook"
+                    ) {
                         self.with_chapters = true;
                         self.counters = Counters::for_class(true);
                         self.secnumdepth = 2;
@@ -432,7 +460,8 @@ impl Latex {
             "externaldocument" | "externalcitedocument" => {
                 let (prefix, o) = opt(text, j);
                 if let Some((f, e)) = arg(text, o) {
-                    self.externals.push((prefix.unwrap_or_default(), f.trim().to_string()));
+                    self.externals
+                        .push((prefix.unwrap_or_default(), f.trim().to_string()));
                     return e;
                 }
                 j
@@ -463,6 +492,8 @@ impl Latex {
                     if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
                         m.line.tag = Some(t.trim().to_string());
                     }
+                    // "\tag{by \cref{x}}" references x.
+                    self.scan_refs_in(file, text, after_star, e);
                     return e;
                 }
                 j
@@ -474,14 +505,68 @@ impl Latex {
                 j
             }
             "verb" | "lstinline" | "mintinline" | "Verb" => self.verb(file, text, i, after_star),
-            "usepackage" | "RequirePackage" | "bibliographystyle" | "vspace" | "hspace" | "setlength" | "addtolength" | "pagestyle"
-            | "thispagestyle" | "includegraphics" | "crefname" | "Crefname" | "crefformat" | "Crefformat" | "theoremstyle"
-            | "newlength" | "newcounter" | "hypersetup" | "title" | "author" | "date" | "address" | "email"
-            | "keywords" | "subjclass" | "thanks" | "graphicspath" | "lstset" | "lstdefinestyle" | "lstdefinelanguage" | "definecolor"
-            | "DeclareMathOperator" | "newif" | "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures"
-            | "listoftables" | "clearpage" | "cleardoublepage" | "newpage" | "printbibliography" | "printindex" | "index" | "nocite"
-            | "selectlanguage" | "setdefaultlanguage" | "addcontentsline" | "markboth" | "markright" | "centering" | "noindent"
-            | "medskip" | "bigskip" | "smallskip" | "leanok" | "lean" | "mathlibok" | "notready" | "discussion" | "proves" => {
+            "usepackage"
+            | "RequirePackage"
+            | "bibliographystyle"
+            | "vspace"
+            | "hspace"
+            | "setlength"
+            | "addtolength"
+            | "pagestyle"
+            | "thispagestyle"
+            | "includegraphics"
+            | "crefname"
+            | "Crefname"
+            | "crefformat"
+            | "Crefformat"
+            | "theoremstyle"
+            | "newlength"
+            | "newcounter"
+            | "hypersetup"
+            | "title"
+            | "author"
+            | "date"
+            | "address"
+            | "email"
+            | "keywords"
+            | "subjclass"
+            | "thanks"
+            | "graphicspath"
+            | "lstset"
+            | "lstdefinestyle"
+            | "lstdefinelanguage"
+            | "definecolor"
+            | "DeclareMathOperator"
+            | "newif"
+            | "makeatletter"
+            | "makeatother"
+            | "maketitle"
+            | "tableofcontents"
+            | "listoffigures"
+            | "listoftables"
+            | "clearpage"
+            | "cleardoublepage"
+            | "newpage"
+            | "printbibliography"
+            | "printindex"
+            | "index"
+            | "nocite"
+            | "selectlanguage"
+            | "setdefaultlanguage"
+            | "addcontentsline"
+            | "markboth"
+            | "markright"
+            | "centering"
+            | "noindent"
+            | "medskip"
+            | "bigskip"
+            | "smallskip"
+            | "leanok"
+            | "lean"
+            | "mathlibok"
+            | "notready"
+            | "discussion"
+            | "proves" => {
                 if name == "newcounter" {
                     if let Some((c, e1)) = arg(text, j) {
                         let (w, e2) = opt(text, e1);
@@ -492,9 +577,26 @@ impl Latex {
                 let mut k = skip_opt(text, after_star);
                 if takes_arg(name) {
                     k = arg(text, k).map_or(k, |a| a.1);
-                    if matches!(name, "setlength" | "addtolength" | "crefname" | "Crefname" | "crefformat" | "Crefformat" | "definecolor" | "DeclareMathOperator" | "addcontentsline" | "markboth" | "lstdefinestyle" | "lstdefinelanguage") {
+                    if matches!(
+                        name,
+                        "setlength"
+                            | "addtolength"
+                            | "crefname"
+                            | "Crefname"
+                            | "crefformat"
+                            | "Crefformat"
+                            | "definecolor"
+                            | "DeclareMathOperator"
+                            | "addcontentsline"
+                            | "markboth"
+                            | "lstdefinestyle"
+                            | "lstdefinelanguage"
+                    ) {
                         k = arg(text, k).map_or(k, |a| a.1);
-                        if matches!(name, "crefname" | "Crefname" | "definecolor" | "addcontentsline") {
+                        if matches!(
+                            name,
+                            "crefname" | "Crefname" | "definecolor" | "addcontentsline"
+                        ) {
                             k = arg(text, k).map_or(k, |a| a.1);
                         }
                         if name == "definecolor" {
@@ -532,7 +634,15 @@ impl Latex {
 
     // ---------- structure ----------
 
-    fn section(&mut self, file: usize, text: &str, i: usize, after: usize, name: &str, starred: bool) -> usize {
+    fn section(
+        &mut self,
+        file: usize,
+        text: &str,
+        i: usize,
+        after: usize,
+        name: &str,
+        starred: bool,
+    ) -> usize {
         self.close_paragraph();
         let (level, env) = match name {
             "part" => (-1, "part"),
@@ -547,7 +657,12 @@ impl Latex {
         let (title, end) = match arg(text, o) {
             Some((t, e)) => (Some(clean_title(t)), e),
             None => {
-                self.b.diag(file, i, Severity::Warning, format!("\\{name} without a title argument"));
+                self.b.diag(
+                    file,
+                    i,
+                    Severity::Warning,
+                    format!("\\{name} without a title argument"),
+                );
                 (None, after)
             }
         };
@@ -565,10 +680,22 @@ impl Latex {
             && !matches!(name, "addchap" | "addsec")
             && level <= self.secnumdepth
             && !(level == 0 && !self.numbered_chapters)
-            && !(level > 0 && self.with_chapters && !self.numbered_chapters && self.sections.iter().all(|s| s.0 > 0));
+            && !(level > 0
+                && self.with_chapters
+                && !self.numbered_chapters
+                && self.sections.iter().all(|s| s.0 > 0));
         let parent = self.sections.last().map_or(0, |s| s.1);
-        let unit = self.b.unit(UnitKind::Section, env, level, parent, file, i, end);
-        self.b.set_prefix(unit, match level { -1 => "part", 0 => "ch", _ => "sec" });
+        let unit = self
+            .b
+            .unit(UnitKind::Section, env, level, parent, file, i, end);
+        self.b.set_prefix(
+            unit,
+            match level {
+                -1 => "part",
+                0 => "ch",
+                _ => "sec",
+            },
+        );
         if numbered {
             self.counters.step(env);
             let number = self.counters.the(env);
@@ -583,7 +710,14 @@ impl Latex {
     }
 
     fn step_item(&mut self) {
-        let Some(env) = self.envs.iter_mut().rev().find(|e| e.list.is_some() || matches!(e.name.as_str(), "itemize" | "description")) else { return };
+        let Some(env) = self
+            .envs
+            .iter_mut()
+            .rev()
+            .find(|e| e.list.is_some() || matches!(e.name.as_str(), "itemize" | "description"))
+        else {
+            return;
+        };
         if let Some((level, count, _)) = env.list.as_mut() {
             *count += 1;
             if let Some(c) = ENUM_COUNTERS.get(*level - 1) {
@@ -602,19 +736,35 @@ impl Latex {
         let counter = ENUM_COUNTERS.get(*level - 1)?;
         Some(match template {
             Some(t) => {
-                static STAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\(arabic|roman|Roman|alph|Alph)\*|\\[A-Za-z@]+\s*|[{}~]").expect("valid"));
-                STAR.replace_all(t, |c: &regex::Captures| c.get(1).map_or(String::new(), |s| self.counters.format(i64::from(*count), s.as_str()))).trim().to_string()
+                static STAR: LazyLock<Regex> = LazyLock::new(|| {
+                    Regex::new(r"\\(arabic|roman|Roman|alph|Alph)\*|\\[A-Za-z@]+\s*|[{}~]")
+                        .expect("valid")
+                });
+                STAR.replace_all(t, |c: &regex::Captures| {
+                    c.get(1).map_or(String::new(), |s| {
+                        self.counters.format(i64::from(*count), s.as_str())
+                    })
+                })
+                .trim()
+                .to_string()
             }
             None if *level == 1 => self.counters.the(counter),
             None => {
-                let parent = ENUM_COUNTERS.get(*level - 2).map(|p| self.counters.the(p)).unwrap_or_default();
+                let parent = ENUM_COUNTERS
+                    .get(*level - 2)
+                    .map(|p| self.counters.the(p))
+                    .unwrap_or_default();
                 format!("{parent}{}", self.counters.the(counter))
             }
         })
     }
 
     fn appendix(&mut self) {
-        let top = if self.with_chapters { "chapter" } else { "section" };
+        let top = if self.with_chapters {
+            "chapter"
+        } else {
+            "section"
+        };
         self.counters.set_value(top, 0);
         self.counters.set_style(top, Style::Alph);
         self.numbered_chapters = true;
@@ -623,7 +773,11 @@ impl Latex {
     /// Closes a unit at a position (sections and environments spanning files end at their file's end).
     fn close_unit_at(&mut self, unit: usize, file: usize, at: usize) {
         let u = &mut self.b.doc.units[unit];
-        u.end_byte = if u.file == file { at.max(u.start_byte) } else { self.b.texts[u.file].len() };
+        u.end_byte = if u.file == file {
+            at.max(u.start_byte)
+        } else {
+            self.b.texts[u.file].len()
+        };
     }
 
     /// A section command while a unit environment is open: the environment was never closed.
@@ -631,7 +785,15 @@ impl Latex {
         while let Some(pos) = self.envs.iter().rposition(|e| e.unit.is_some()) {
             let env = self.envs.remove(pos);
             let (ef, es) = (env.file, env.start);
-            self.b.diag(ef, es, Severity::Error, format!("\\begin{{{}}} is not closed before the next section", env.name));
+            self.b.diag(
+                ef,
+                es,
+                Severity::Error,
+                format!(
+                    "\\begin{{{}}} is not closed before the next section",
+                    env.name
+                ),
+            );
             if let Some(u) = env.unit {
                 self.close_unit_at(u, file, at);
             }
@@ -641,7 +803,12 @@ impl Latex {
 
     fn begin(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let Some((name, after)) = arg(text, j) else {
-            self.b.diag(file, i, Severity::Warning, "\\begin without an environment name".into());
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                "\\begin without an environment name".into(),
+            );
             return j;
         };
         let name = name.trim().to_string();
@@ -649,7 +816,15 @@ impl Latex {
         let starred = name.ends_with('*');
         if name == "document" {
             self.in_body = true;
-            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None, list: None });
+            self.envs.push(OpenEnv {
+                name,
+                unit: None,
+                file,
+                start: i,
+                math: None,
+                float_counter: None,
+                list: None,
+            });
             return after;
         }
         if !self.in_body {
@@ -657,12 +832,30 @@ impl Latex {
             return after;
         }
         // Verbatim-like: raw content up to the matching \end.
-        if matches!(base, "verbatim" | "Verbatim" | "lstlisting" | "minted" | "comment" | "BVerbatim" | "LVerbatim" | "alltt" | "code" | "lean" | "filecontents") {
+        if matches!(
+            base,
+            "verbatim"
+                | "Verbatim"
+                | "lstlisting"
+                | "minted"
+                | "comment"
+                | "BVerbatim"
+                | "LVerbatim"
+                | "alltt"
+                | "code"
+                | "lean"
+                | "filecontents"
+        ) {
             let close = format!("\\end{{{name}}}");
             let end = match find_from(text, after, &close) {
                 Some(k) => k + close.len(),
                 None => {
-                    self.b.diag(file, i, Severity::Error, format!("\\begin{{{name}}} is never closed"));
+                    self.b.diag(
+                        file,
+                        i,
+                        Severity::Error,
+                        format!("\\begin{{{name}}} is never closed"),
+                    );
                     text.len()
                 }
             };
@@ -670,13 +863,18 @@ impl Latex {
             if base == "comment" || base == "filecontents" {
                 return end;
             }
-            let in_float = self.envs.iter().any(|e| e.unit.is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing));
+            let in_float = self.envs.iter().any(|e| {
+                e.unit
+                    .is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing)
+            });
             if in_float {
                 return end;
             }
             self.close_paragraph();
             let parent = self.container();
-            let unit = self.b.unit(UnitKind::Listing, base, 0, parent, file, i, end);
+            let unit = self
+                .b
+                .unit(UnitKind::Listing, base, 0, parent, file, i, end);
             if base == "lstlisting" {
                 let (opts, _) = opt(text, after);
                 if let Some(opts) = opts {
@@ -698,8 +896,11 @@ impl Latex {
             return end;
         }
         let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
-            "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => Some((UnitKind::Figure, base, Some("figure"))),
-            "table" | "wraptable" | "sidewaystable" | "SCtable" | "tabwindow" | "longtable" | "supertabular" | "xltabular" => Some((UnitKind::Table, base, Some("table"))),
+            "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => {
+                Some((UnitKind::Figure, base, Some("figure")))
+            }
+            "table" | "wraptable" | "sidewaystable" | "SCtable" | "tabwindow" | "longtable"
+            | "supertabular" | "xltabular" => Some((UnitKind::Table, base, Some("table"))),
             "algorithm" | "algorithm2e" => Some((UnitKind::Algorithm, base, Some("algorithm"))),
             "listing" => Some((UnitKind::Listing, base, Some("listing"))),
             "proof" => Some((UnitKind::Proof, "proof", None)),
@@ -708,7 +909,11 @@ impl Latex {
         };
         if let Some((kind, env, float_counter)) = kind_and_counter {
             self.close_paragraph();
-            let parent = if kind == UnitKind::Section { self.sections.last().map_or(0, |s| s.1) } else { self.container() };
+            let parent = if kind == UnitKind::Section {
+                self.sections.last().map_or(0, |s| s.1)
+            } else {
+                self.container()
+            };
             let unit = self.b.unit(kind, env, 0, parent, file, i, after);
             let mut end = after;
             if kind == UnitKind::Proof {
@@ -720,7 +925,17 @@ impl Latex {
                 self.b.doc.units[unit].title = Some("References".into());
                 end = arg(text, after).map_or(after, |a| a.1);
             }
-            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter, list: None });
+            self.envs.push(OpenEnv {
+                name,
+                unit: Some(unit),
+                file,
+                start: i,
+                math: None,
+                float_counter,
+                list: None,
+            });
+            // "\begin{proof}[Proof of \cref{x}]" references x.
+            self.scan_refs_in(file, text, after, end);
             return end;
         }
         if let Some((per_line, numbered_env)) = math_env(base) {
@@ -734,30 +949,64 @@ impl Latex {
             }
             self.close_paragraph();
             let parent = self.container();
-            let unit = self.b.unit(UnitKind::Equation, base, 0, parent, file, i, after);
-            let after = if base == "alignat" { arg(text, after).map_or(after, |a| a.1) } else { after };
+            let unit = self
+                .b
+                .unit(UnitKind::Equation, base, 0, parent, file, i, after);
+            let after = if base == "alignat" {
+                arg(text, after).map_or(after, |a| a.1)
+            } else {
+                after
+            };
             let math = MathState {
                 per_line,
                 starred,
                 depth: self.depth,
-                line: MathLine { tag: None, notag: false, labels: vec![] },
+                line: MathLine {
+                    tag: None,
+                    notag: false,
+                    labels: vec![],
+                },
                 numbers: vec![],
                 labels: vec![],
             };
-            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: Some(math), float_counter: None, list: None });
+            self.envs.push(OpenEnv {
+                name,
+                unit: Some(unit),
+                file,
+                start: i,
+                math: Some(math),
+                float_counter: None,
+                list: None,
+            });
             return after;
         }
         if base == "subequations" {
             self.counters.step("equation");
             self.subequation = Some((self.counters.the("equation"), 0));
-            self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None, list: None });
+            self.envs.push(OpenEnv {
+                name,
+                unit: None,
+                file,
+                start: i,
+                math: None,
+                float_counter: None,
+                list: None,
+            });
             return after;
         }
         if let Some(def) = self.theorems.get(base).cloned() {
             self.close_paragraph();
             let parent = self.container();
             let display = def.display.clone();
-            let unit = self.b.unit(UnitKind::Theorem, &display.to_lowercase(), 0, parent, file, i, after);
+            let unit = self.b.unit(
+                UnitKind::Theorem,
+                &display.to_lowercase(),
+                0,
+                parent,
+                file,
+                i,
+                after,
+            );
             self.b.set_prefix(unit, &theorem_prefix(&display));
             let (title, end) = opt(text, after);
             if let (Some(counter), false) = (&def.counter, starred) {
@@ -768,7 +1017,16 @@ impl Latex {
                 u.number = Some(number);
             }
             self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
-            self.envs.push(OpenEnv { name, unit: Some(unit), file, start: i, math: None, float_counter: None, list: None });
+            self.envs.push(OpenEnv {
+                name,
+                unit: Some(unit),
+                file,
+                start: i,
+                math: None,
+                float_counter: None,
+                list: None,
+            });
+            self.scan_refs_in(file, text, after, end);
             return end;
         }
         // Any other environment (lists, center, tabular …) is part of the surrounding text.
@@ -785,13 +1043,26 @@ impl Latex {
             }
             list = Some((level, 0, template));
         }
-        self.envs.push(OpenEnv { name, unit: None, file, start: i, math: None, float_counter: None, list });
+        self.envs.push(OpenEnv {
+            name,
+            unit: None,
+            file,
+            start: i,
+            math: None,
+            float_counter: None,
+            list,
+        });
         after
     }
 
     fn end(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let Some((name, after)) = arg(text, j) else {
-            self.b.diag(file, i, Severity::Warning, "\\end without an environment name".into());
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                "\\end without an environment name".into(),
+            );
             return j;
         };
         let name = name.trim();
@@ -808,12 +1079,22 @@ impl Latex {
             if math_env(name.trim_end_matches('*')).is_some() && name.ends_with('*') {
                 return after;
             }
-            self.b.diag(file, i, Severity::Warning, format!("\\end{{{name}}} without a matching \\begin"));
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                format!("\\end{{{name}}} without a matching \\begin"),
+            );
             return after;
         };
         while self.envs.len() > pos + 1 {
             let inner = self.envs.pop().expect("stack is longer than pos");
-            self.b.diag(inner.file, inner.start, Severity::Warning, format!("\\begin{{{}}} is closed by \\end{{{name}}}", inner.name));
+            self.b.diag(
+                inner.file,
+                inner.start,
+                Severity::Warning,
+                format!("\\begin{{{}}} is closed by \\end{{{name}}}", inner.name),
+            );
             if let Some(u) = inner.unit {
                 self.close_unit_at(u, file, i);
             }
@@ -848,8 +1129,12 @@ impl Latex {
 
     fn math_line_break(&mut self, _i: usize) {
         let depth = self.depth;
-        let Some(env) = self.envs.last_mut() else { return };
-        let Some(math) = env.math.as_mut() else { return };
+        let Some(env) = self.envs.last_mut() else {
+            return;
+        };
+        let Some(math) = env.math.as_mut() else {
+            return;
+        };
         if math.depth != depth || !math.per_line {
             return;
         }
@@ -859,9 +1144,16 @@ impl Latex {
     fn input(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
         let (target, end) = match name {
             "import" | "subimport" | "includefrom" | "inputfrom" => {
-                let Some((d, e1)) = arg(text, j) else { return j };
-                let Some((f, e2)) = arg(text, e1) else { return e1 };
-                (format!("{}/{}", d.trim().trim_end_matches('/'), f.trim()), e2)
+                let Some((d, e1)) = arg(text, j) else {
+                    return j;
+                };
+                let Some((f, e2)) = arg(text, e1) else {
+                    return e1;
+                };
+                (
+                    format!("{}/{}", d.trim().trim_end_matches('/'), f.trim()),
+                    e2,
+                )
             }
             _ => match arg(text, j) {
                 Some((f, e)) => (f.trim().to_string(), e),
@@ -869,7 +1161,9 @@ impl Latex {
                     // `\input file` without braces.
                     let rest = &text[j..];
                     let start = j + (rest.len() - rest.trim_start_matches([' ', '\t']).len());
-                    let stop = text[start..].find(|c: char| c.is_whitespace() || c == '}' || c == '%').map_or(text.len(), |k| start + k);
+                    let stop = text[start..]
+                        .find(|c: char| c.is_whitespace() || c == '}' || c == '%')
+                        .map_or(text.len(), |k| start + k);
                     if stop == start {
                         return j;
                     }
@@ -877,24 +1171,46 @@ impl Latex {
                 }
             },
         };
-        let end = if name == "InputIfFileExists" { arg(text, end).map_or(end, |a| a.1) } else { end };
+        let end = if name == "InputIfFileExists" {
+            arg(text, end).map_or(end, |a| a.1)
+        } else {
+            end
+        };
         if target.contains('#') || target.contains('\\') {
             // A macro argument or computed name: nothing to follow.
             return end;
         }
         let Some(path) = self.find_input(&target) else {
             if self.in_body || name != "InputIfFileExists" {
-                self.b.diag(file, i, Severity::Warning, format!("\\{name}{{{target}}}: file not found"));
+                self.b.diag(
+                    file,
+                    i,
+                    Severity::Warning,
+                    format!("\\{name}{{{target}}}: file not found"),
+                );
             }
             return end;
         };
         let canon = canonical(&path);
         if self.include_stack.contains(&canon) {
-            self.b.diag(file, i, Severity::Error, format!("\\{name}{{{target}}}: include cycle ({} is already being read)", path.display()));
+            self.b.diag(
+                file,
+                i,
+                Severity::Error,
+                format!(
+                    "\\{name}{{{target}}}: include cycle ({} is already being read)",
+                    path.display()
+                ),
+            );
             return end;
         }
         if self.include_stack.len() >= MAX_INCLUDE_DEPTH {
-            self.b.diag(file, i, Severity::Error, format!("\\{name}{{{target}}}: includes nested deeper than {MAX_INCLUDE_DEPTH}"));
+            self.b.diag(
+                file,
+                i,
+                Severity::Error,
+                format!("\\{name}{{{target}}}: includes nested deeper than {MAX_INCLUDE_DEPTH}"),
+            );
             return end;
         }
         match read_text(&path) {
@@ -906,7 +1222,12 @@ impl Latex {
                 self.include_stack.pop();
                 self.close_paragraph();
             }
-            Err(e) => self.b.diag(file, i, Severity::Error, format!("\\{name}{{{target}}}: {}: {e}", path.display())),
+            Err(e) => self.b.diag(
+                file,
+                i,
+                Severity::Error,
+                format!("\\{name}{{{target}}}: {}: {e}", path.display()),
+            ),
         }
         end
     }
@@ -924,7 +1245,12 @@ impl Latex {
 
     fn label(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let Some((l, end)) = arg(text, j) else {
-            self.b.diag(file, i, Severity::Warning, "\\label without an argument".into());
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                "\\label without an argument".into(),
+            );
             return j;
         };
         self.attach_label(file, i, l.trim());
@@ -962,13 +1288,25 @@ impl Latex {
             self.sections.last().map_or(0, |s| s.1)
         };
         if unit == 0 {
-            self.b.diag(file, i, Severity::Info, format!("\\label{{{l}}} before the first numbered unit names the document"));
+            self.b.diag(
+                file,
+                i,
+                Severity::Info,
+                format!("\\label{{{l}}} before the first numbered unit names the document"),
+            );
         }
         let number = self.b.doc.units[unit].number.clone();
         self.b.add_label(unit, &l, number, file, i);
     }
 
-    fn caption(&mut self, file: usize, text: &str, i: usize, after: usize, captionof: bool) -> usize {
+    fn caption(
+        &mut self,
+        file: usize,
+        text: &str,
+        i: usize,
+        after: usize,
+        captionof: bool,
+    ) -> usize {
         let mut k = after;
         let mut counter: Option<&'static str> = None;
         if captionof {
@@ -982,9 +1320,17 @@ impl Latex {
             k = e;
         }
         let k = skip_opt(text, k);
-        let Some((cap, end)) = arg(text, k) else { return k };
+        let Some((cap, end)) = arg(text, k) else {
+            return k;
+        };
         // A caption inside a sub-figure environment numbers the sub-figure, not the float.
-        if self.envs.iter().rev().take_while(|e| e.unit.is_none()).any(|e| e.name.starts_with("sub")) {
+        if self
+            .envs
+            .iter()
+            .rev()
+            .take_while(|e| e.unit.is_none())
+            .any(|e| e.name.starts_with("sub"))
+        {
             self.scan_refs_in(file, text, k, end);
             return end;
         }
@@ -1014,39 +1360,80 @@ impl Latex {
 
     fn bibitem(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let o = skip_opt(text, j);
-        let Some((key, end)) = arg(text, o) else { return j };
+        let Some((key, end)) = arg(text, o) else {
+            return j;
+        };
         self.close_paragraph();
-        let Some(pos) = self.envs.iter().rposition(|e| e.name == "thebibliography") else { return end };
+        let Some(pos) = self.envs.iter().rposition(|e| e.name == "thebibliography") else {
+            return end;
+        };
         // The previous item ends where this one starts.
         let bib_section = self.envs[pos].unit.unwrap_or(0);
         if let Some(prev) = self.envs.get(pos + 1).and_then(|e| e.unit) {
             self.close_unit_at(prev, file, i);
             self.envs.truncate(pos + 1);
         }
-        let unit = self.b.unit(UnitKind::Bibitem, "bibitem", 0, bib_section, file, i, end);
+        let unit = self
+            .b
+            .unit(UnitKind::Bibitem, "bibitem", 0, bib_section, file, i, end);
         let key = key.trim().to_string();
         let u = &mut self.b.doc.units[unit];
         u.id = format!("bib:{key}");
         u.label = Some(key);
-        self.envs.push(OpenEnv { name: "bibitem".into(), unit: Some(unit), file, start: i, math: None, float_counter: None, list: None });
+        self.envs.push(OpenEnv {
+            name: "bibitem".into(),
+            unit: Some(unit),
+            file,
+            start: i,
+            math: None,
+            float_counter: None,
+            list: None,
+        });
         end
     }
 
     // ---------- definitions ----------
 
-    fn newtheorem(&mut self, file: usize, text: &str, i: usize, after: usize, starred: bool) -> usize {
-        let Some((env, e1)) = arg(text, after) else { return after };
+    fn newtheorem(
+        &mut self,
+        file: usize,
+        text: &str,
+        i: usize,
+        after: usize,
+        starred: bool,
+    ) -> usize {
+        let Some((env, e1)) = arg(text, after) else {
+            return after;
+        };
         let (shared, e2) = opt(text, e1);
         let Some((display, e3)) = arg(text, e2) else {
-            self.b.diag(file, i, Severity::Warning, "\\newtheorem without a display name".into());
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                "\\newtheorem without a display name".into(),
+            );
             return e2;
         };
         let (within, e4) = opt(text, e3);
-        self.define_theorem(env.trim(), &clean_title(display), shared.as_deref(), within.as_deref(), starred);
+        self.define_theorem(
+            env.trim(),
+            &clean_title(display),
+            shared.as_deref(),
+            within.as_deref(),
+            starred,
+        );
         e4
     }
 
-    fn define_theorem(&mut self, env: &str, display: &str, shared: Option<&str>, within: Option<&str>, starred: bool) {
+    fn define_theorem(
+        &mut self,
+        env: &str,
+        display: &str,
+        shared: Option<&str>,
+        within: Option<&str>,
+        starred: bool,
+    ) {
         if env.contains('#') {
             return;
         }
@@ -1061,15 +1448,24 @@ impl Latex {
             }
             Some(s.to_string())
         } else {
-            self.counters.define(env, within.map(str::trim).filter(|w| !w.is_empty()));
+            self.counters
+                .define(env, within.map(str::trim).filter(|w| !w.is_empty()));
             Some(env.to_string())
         };
-        self.theorems.insert(env.to_string(), TheoremDef { display: display.to_string(), counter });
+        self.theorems.insert(
+            env.to_string(),
+            TheoremDef {
+                display: display.to_string(),
+                counter,
+            },
+        );
     }
 
     fn declaretheorem(&mut self, text: &str, after: usize) -> usize {
         let (opts, o) = opt(text, after);
-        let Some((env, mut end)) = arg(text, o) else { return o };
+        let Some((env, mut end)) = arg(text, o) else {
+            return o;
+        };
         if opts.is_none() {
             let (o2, e) = opt(text, end);
             end = e;
@@ -1082,7 +1478,11 @@ impl Latex {
         let kv = keyvals(opts.as_deref().unwrap_or(""));
         let env = env.trim();
         let display = kv.get("name").cloned().unwrap_or_else(|| capitalise(env));
-        let shared = kv.get("sibling").or(kv.get("numberlike")).or(kv.get("sharenumber")).cloned();
+        let shared = kv
+            .get("sibling")
+            .or(kv.get("numberlike"))
+            .or(kv.get("sharenumber"))
+            .cloned();
         let within = kv.get("numberwithin").or(kv.get("parent")).cloned();
         let starred = kv.get("numbered").is_some_and(|v| v == "no");
         self.define_theorem(env, &display, shared.as_deref(), within.as_deref(), starred);
@@ -1090,7 +1490,9 @@ impl Latex {
     }
 
     fn let_counter(&mut self, text: &str, j: usize) -> usize {
-        static LET: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*\\c@([A-Za-z]+)\s*=?\s*\\c@([A-Za-z]+)").expect("valid"));
+        static LET: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"^\s*\\c@([A-Za-z]+)\s*=?\s*\\c@([A-Za-z]+)").expect("valid")
+        });
         if let Some(c) = LET.captures(&text[j..]) {
             self.counters.alias(&c[1], &c[2]);
             return j + c.get(0).map_or(0, |m| m.end());
@@ -1109,14 +1511,21 @@ impl Latex {
                 if !t.starts_with('\\') {
                     return after;
                 }
-                let len = t[1..].find(|c: char| !c.is_ascii_alphabetic() && c != '@').unwrap_or(t.len() - 1);
+                let len = t[1..]
+                    .find(|c: char| !c.is_ascii_alphabetic() && c != '@')
+                    .unwrap_or(t.len() - 1);
                 (t[1..1 + len].to_string(), off + 1 + len)
             }
         };
         let (params, k) = opt(text, k);
         let (optional, k) = opt(text, k);
         let Some((body, end)) = arg(text, k) else {
-            self.b.diag(file, i, Severity::Warning, format!("\\newcommand{{\\{name}}}: body not found (unbalanced braces?)"));
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                format!("\\newcommand{{\\{name}}}: body not found (unbalanced braces?)"),
+            );
             return k;
         };
         let params = params.and_then(|p| p.trim().parse().ok()).unwrap_or(0);
@@ -1135,17 +1544,26 @@ impl Latex {
         if !t.starts_with('\\') {
             return j;
         }
-        let len = t[1..].find(|c: char| !c.is_ascii_alphabetic() && c != '@').unwrap_or(t.len() - 1);
+        let len = t[1..]
+            .find(|c: char| !c.is_ascii_alphabetic() && c != '@')
+            .unwrap_or(t.len() - 1);
         let name = t[1..1 + len].to_string();
         let k = off + 1 + len;
-        let Some(brace) = text[k..].find('{').map(|b| k + b) else { return k };
+        let Some(brace) = text[k..].find('{').map(|b| k + b) else {
+            return k;
+        };
         let spec = &text[k..brace];
         if spec.len() > 40 || spec.contains('\n') && spec.trim().is_empty() && spec.len() > 2 {
             return k;
         }
         let params = spec.matches('#').count();
         let Some((body, end)) = arg(text, brace) else {
-            self.b.diag(file, i, Severity::Warning, format!("\\def\\{name}: body not found (unbalanced braces?)"));
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                format!("\\def\\{name}: body not found (unbalanced braces?)"),
+            );
             return k;
         };
         self.remember_macro(&name, params, None, body);
@@ -1157,14 +1575,23 @@ impl Latex {
             Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses|label)\b").expect("valid")
         });
         if INTERESTING.is_match(body) && params <= 9 {
-            self.macros.insert(name.to_string(), Macro { params, optional, body: body.to_string() });
+            self.macros.insert(
+                name.to_string(),
+                Macro {
+                    params,
+                    optional,
+                    body: body.to_string(),
+                },
+            );
         } else {
             self.macros.remove(name);
         }
     }
 
     fn expand_macro(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
-        let Some(m) = self.macros.get(name).cloned() else { return j };
+        let Some(m) = self.macros.get(name).cloned() else {
+            return j;
+        };
         let mut args: Vec<String> = Vec::new();
         let mut k = j;
         for p in 0..m.params {
@@ -1189,19 +1616,32 @@ impl Latex {
             body = body.replace(&format!("#{}", n + 1), a);
         }
         // Theorem-defining macros (`\defthm{lem}{Lemma}{Lemmas}`) run in the preamble.
-        static NEWTHM: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"\\newtheorem(\*?)\{([^}]*)\}(?:\[([^\]]*)\])?\{([^}]*)\}(?:\[([^\]]*)\])?").expect("valid"));
-        static ALIAS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\newaliascnt\{([^}]*)\}\{([^}]*)\}").expect("valid"));
+        static NEWTHM: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\\newtheorem(\*?)\{([^}]*)\}(?:\[([^\]]*)\])?\{([^}]*)\}(?:\[([^\]]*)\])?")
+                .expect("valid")
+        });
+        static ALIAS: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\\newaliascnt\{([^}]*)\}\{([^}]*)\}").expect("valid"));
         for c in ALIAS.captures_iter(&body) {
             self.counters.alias(&c[1], &c[2]);
         }
         for c in NEWTHM.captures_iter(&body) {
             let starred = !c[1].is_empty();
             let display = clean_title(&c[4]);
-            self.define_theorem(c[2].trim(), &display, c.get(3).map(|m| m.as_str()), c.get(5).map(|m| m.as_str()), starred);
+            self.define_theorem(
+                c[2].trim(),
+                &display,
+                c.get(3).map(|m| m.as_str()),
+                c.get(5).map(|m| m.as_str()),
+                starred,
+            );
         }
-        static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\label\{([^}]*)\}").expect("valid"));
-        let labels: Vec<String> = LABEL.captures_iter(&body).map(|c| c[1].trim().to_string()).collect();
+        static LABEL: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\\label\{([^}]*)\}").expect("valid"));
+        let labels: Vec<String> = LABEL
+            .captures_iter(&body)
+            .map(|c| c[1].trim().to_string())
+            .collect();
         for l in labels {
             self.attach_label(file, i, &l);
         }
@@ -1209,7 +1649,18 @@ impl Latex {
             self.mark_text(file, i);
             let unit = self.current_unit();
             for (kind, key) in refs_in(&body) {
-                self.b.mention(unit, file, i, k, if kind == MentionKind::Cite { kind } else { MentionKind::Macro }, key);
+                self.b.mention(
+                    unit,
+                    file,
+                    i,
+                    k,
+                    if kind == MentionKind::Cite {
+                        kind
+                    } else {
+                        MentionKind::Macro
+                    },
+                    key,
+                );
             }
         }
         k
@@ -1217,10 +1668,23 @@ impl Latex {
 
     // ---------- references ----------
 
-    fn reference(&mut self, file: usize, text: &str, i: usize, after: usize, kind: MentionKind, list: bool) -> usize {
+    fn reference(
+        &mut self,
+        file: usize,
+        text: &str,
+        i: usize,
+        after: usize,
+        kind: MentionKind,
+        list: bool,
+    ) -> usize {
         let o = skip_opt(text, after);
         let Some((keys, end)) = arg(text, o) else {
-            self.b.diag(file, i, Severity::Warning, format!("\\{} without an argument", &text[i + 1..after]));
+            self.b.diag(
+                file,
+                i,
+                Severity::Warning,
+                format!("\\{} without an argument", &text[i + 1..after]),
+            );
             return after;
         };
         // \crefrange{a}{b} takes two labels.
@@ -1241,15 +1705,22 @@ impl Latex {
         let unit = self.current_unit();
         let single = all.len() == 1 && (!list || !keys.contains(','));
         for (keys, group_start) in all {
-            let content_start = text[group_start..].find('{').map_or(group_start, |b| group_start + b + 1);
+            let content_start = text[group_start..]
+                .find('{')
+                .map_or(group_start, |b| group_start + b + 1);
             for (s, e, key) in split_keys(&keys, list) {
-                let key = key.trim_matches(|c| c == '{' || c == '}').trim();
+                let key = key.trim();
                 if key.is_empty() || key.contains('#') {
                     continue;
                 }
                 // A single key takes the whole command as its span; keys of a list take their own bytes.
-                let (ms, me) = if single { (i, end) } else { (content_start + s, content_start + e) };
-                self.b.mention(unit, file, ms, me, kind, TargetKey::Label(key.to_string()));
+                let (ms, me) = if single {
+                    (i, end)
+                } else {
+                    (content_start + s, content_start + e)
+                };
+                self.b
+                    .mention(unit, file, ms, me, kind, TargetKey::Label(key.to_string()));
             }
         }
         end
@@ -1258,7 +1729,13 @@ impl Latex {
     fn cite(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
         let mut k = skip_opt(text, after);
         k = skip_opt(text, k);
-        let Some((keys, end)) = arg(text, k) else { return after };
+        // "\cite[Lemma 2.12]{x}" locates inside another work: not a prose mention of ours.
+        if let Some(skips) = self.skipped.get_mut(file) {
+            skips.push((after, k));
+        }
+        let Some((keys, end)) = arg(text, k) else {
+            return after;
+        };
         if !self.in_body {
             return end;
         }
@@ -1272,26 +1749,58 @@ impl Latex {
             if key.is_empty() || key == "*" || key.contains('#') {
                 continue;
             }
-            let (ms, me) = if single { (i, end) } else { (content_start + s, content_start + e) };
-            self.b.mention(unit, file, ms, me, MentionKind::Cite, TargetKey::Citation(key.to_string()));
+            let (ms, me) = if single {
+                (i, end)
+            } else {
+                (content_start + s, content_start + e)
+            };
+            self.b.mention(
+                unit,
+                file,
+                ms,
+                me,
+                MentionKind::Cite,
+                TargetKey::Citation(key.to_string()),
+            );
         }
         end
     }
 
     /// Reference commands inside an argument already consumed (titles, captions, `\[ \]`).
     fn scan_refs_in(&mut self, file: usize, text: &str, start: usize, end: usize) {
-        if !self.in_body || start >= end {
+        if !self.in_body || start >= end || text.get(start..end).is_none() {
             return;
         }
-        static CMD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|citep|citet|label|uses)\b\*?").expect("valid"));
+        static CMD: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|citep|citet|label|uses)\b\*?").expect("valid")
+        });
         let slice = &text[start..end];
-        let found: Vec<(usize, usize, String)> =
-            CMD.captures_iter(slice).map(|c| (start + c.get(0).map_or(0, |m| m.start()), start + c.get(0).map_or(0, |m| m.end()), c[1].to_string())).collect();
+        let found: Vec<(usize, usize, String)> = CMD
+            .captures_iter(slice)
+            .map(|c| {
+                (
+                    start + c.get(0).map_or(0, |m| m.start()),
+                    start + c.get(0).map_or(0, |m| m.end()),
+                    c[1].to_string(),
+                )
+            })
+            .collect();
         for (s, e, name) in found {
             let _ = match name.as_str() {
                 "label" => self.label(file, text, s, e),
                 "eqref" => self.reference(file, text, s, e, MentionKind::Eqref, false),
-                "cref" | "Cref" | "uses" => self.reference(file, text, s, e, if name == "uses" { MentionKind::Uses } else { MentionKind::Cref }, true),
+                "cref" | "Cref" | "uses" => self.reference(
+                    file,
+                    text,
+                    s,
+                    e,
+                    if name == "uses" {
+                        MentionKind::Uses
+                    } else {
+                        MentionKind::Cref
+                    },
+                    true,
+                ),
                 n if is_cite(n) => self.cite(file, text, s, e),
                 _ => self.reference(file, text, s, e, MentionKind::Ref, false),
             };
@@ -1301,7 +1810,9 @@ impl Latex {
     fn verb(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
         self.mark_text(file, i);
         let k = skip_opt(text, after);
-        let Some(delim) = text[k..].chars().next() else { return text.len() };
+        let Some(delim) = text[k..].chars().next() else {
+            return text.len();
+        };
         if delim == '{' {
             let end = arg(text, k).map_or(text.len(), |a| a.1);
             self.skipped[file].push((k, end));
@@ -1309,7 +1820,10 @@ impl Latex {
             return end;
         }
         let start = k + delim.len_utf8();
-        let end = text[start..].find(delim).map_or_else(|| text[start..].find('\n').map_or(text.len(), |e| start + e), |e| start + e + delim.len_utf8());
+        let end = text[start..].find(delim).map_or_else(
+            || text[start..].find('\n').map_or(text.len(), |e| start + e),
+            |e| start + e + delim.len_utf8(),
+        );
         self.skipped[file].push((k, end));
         self.extend_text(end);
         end
@@ -1321,7 +1835,12 @@ impl Latex {
         self.close_paragraph();
         for env in std::mem::take(&mut self.envs) {
             if env.name != "document" {
-                self.b.diag(env.file, env.start, Severity::Error, format!("\\begin{{{}}} is never closed", env.name));
+                self.b.diag(
+                    env.file,
+                    env.start,
+                    Severity::Error,
+                    format!("\\begin{{{}}} is never closed", env.name),
+                );
             }
             if let Some(u) = env.unit {
                 let f = self.b.doc.units[u].file;
@@ -1341,20 +1860,30 @@ impl Latex {
     }
 
     fn read_bibliographies(&mut self) {
-        static ENTRY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^[ \t]*@([A-Za-z]+)\s*[{(]\s*([^,\s{}()]+)\s*,").expect("valid"));
-        static TITLE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i)\btitle\s*=\s*[{"]"#).expect("valid"));
+        static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?m)^[ \t]*@([A-Za-z]+)\s*[{(]\s*([^,\s{}()]+)\s*,").expect("valid")
+        });
+        static TITLE: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r#"(?i)\btitle\s*=\s*[{"]"#).expect("valid"));
         let files = std::mem::take(&mut self.bib_files);
         if files.is_empty() {
             return;
         }
-        let section = self.b.unit(UnitKind::Section, "bibliography", 1, 0, 0, 0, 0);
+        let section = self
+            .b
+            .unit(UnitKind::Section, "bibliography", 1, 0, 0, 0, 0);
         self.b.doc.units[section].title = Some("References".into());
         self.b.set_prefix(section, "bibliography");
         for path in files {
             let text = match read_text(&path) {
                 Ok(t) => t,
                 Err(e) => {
-                    self.b.diag(0, 0, Severity::Warning, format!("bibliography {}: {e}", path.display()));
+                    self.b.diag(
+                        0,
+                        0,
+                        Severity::Warning,
+                        format!("bibliography {}: {e}", path.display()),
+                    );
                     continue;
                 }
             };
@@ -1368,14 +1897,18 @@ impl Latex {
                 let open = whole.start + c[0].find(['{', '(']).unwrap_or(0);
                 let end = arg(&text, open).map_or(whole.end, |a| a.1);
                 let key = c[2].to_string();
-                let unit = self.b.unit(UnitKind::Bibitem, &kind, 0, section, file, whole.start, end);
+                let unit =
+                    self.b
+                        .unit(UnitKind::Bibitem, &kind, 0, section, file, whole.start, end);
                 let entry = &text[whole.start..end];
                 let title = TITLE.find(entry).and_then(|m| {
                     let at = m.end() - 1;
                     if entry.as_bytes()[at] == b'{' {
                         arg(entry, at).map(|a| clean_title(a.0))
                     } else {
-                        entry[at + 1..].find('"').map(|e| clean_title(&entry[at + 1..at + 1 + e]))
+                        entry[at + 1..]
+                            .find('"')
+                            .map(|e| clean_title(&entry[at + 1..at + 1 + e]))
                     }
                 });
                 let u = &mut self.b.doc.units[unit];
@@ -1387,8 +1920,19 @@ impl Latex {
     }
 }
 
-fn finish_math_line(math: &mut MathState, counters: &mut Counters, sub: &mut Option<(String, u32)>) {
-    let line = std::mem::replace(&mut math.line, MathLine { tag: None, notag: false, labels: vec![] });
+fn finish_math_line(
+    math: &mut MathState,
+    counters: &mut Counters,
+    sub: &mut Option<(String, u32)>,
+) {
+    let line = std::mem::replace(
+        &mut math.line,
+        MathLine {
+            tag: None,
+            notag: false,
+            labels: vec![],
+        },
+    );
     let number = if let Some(t) = line.tag {
         Some(t)
     } else if line.notag || math.starred || (!math.per_line && !math.numbers.is_empty()) {
@@ -1404,7 +1948,11 @@ fn finish_math_line(math: &mut MathState, counters: &mut Counters, sub: &mut Opt
         math.numbers.push(n.clone());
     }
     for (l, at) in line.labels {
-        math.labels.push((l, number.clone().or_else(|| math.numbers.last().cloned()), at));
+        math.labels.push((
+            l,
+            number.clone().or_else(|| math.numbers.last().cloned()),
+            at,
+        ));
     }
 }
 
@@ -1447,14 +1995,32 @@ fn is_cite(name: &str) -> bool {
 fn takes_arg(name: &str) -> bool {
     !matches!(
         name,
-        "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures" | "listoftables" | "clearpage" | "cleardoublepage"
-            | "newpage" | "centering" | "noindent" | "medskip" | "bigskip" | "smallskip" | "leanok" | "mathlibok" | "notready" | "printindex"
+        "makeatletter"
+            | "makeatother"
+            | "maketitle"
+            | "tableofcontents"
+            | "listoffigures"
+            | "listoftables"
+            | "clearpage"
+            | "cleardoublepage"
+            | "newpage"
+            | "centering"
+            | "noindent"
+            | "medskip"
+            | "bigskip"
+            | "smallskip"
+            | "leanok"
+            | "mathlibok"
+            | "notready"
+            | "printindex"
     ) && !(name == "printbibliography")
 }
 
 /// The reference commands in a macro expansion, with the label each names.
 fn refs_in(body: &str) -> Vec<(MentionKind, TargetKey)> {
-    static REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|uses|cite[a-zA-Z]*)\*?(?:\[[^\]]*\])*\{([^}]*)\}").expect("valid"));
+    static REF: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|uses|cite[a-zA-Z]*)\*?(?:\[[^\]]*\])*\{([^}]*)\}").expect("valid")
+    });
     let mut out = Vec::new();
     for c in REF.captures_iter(body) {
         for key in c[2].split(',') {
@@ -1580,7 +2146,10 @@ fn keyvals(opts: &str) -> HashMap<String, String> {
     for p in parts {
         if let Some((k, v)) = p.split_once('=') {
             let v = v.trim();
-            let v = v.strip_prefix('{').and_then(|v| v.strip_suffix('}')).unwrap_or(v);
+            let v = v
+                .strip_prefix('{')
+                .and_then(|v| v.strip_suffix('}'))
+                .unwrap_or(v);
             out.insert(k.trim().to_string(), v.to_string());
         }
     }
@@ -1589,12 +2158,15 @@ fn keyvals(opts: &str) -> HashMap<String, String> {
 
 /// Collapses whitespace and drops `\label{…}` from a title or caption.
 fn clean_title(t: &str) -> String {
-    static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\label\{[^}]*\}").expect("valid"));
+    static LABEL: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\\label\{[^}]*\}").expect("valid"));
     let t = LABEL.replace_all(t, "");
     t.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

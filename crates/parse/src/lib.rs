@@ -7,6 +7,7 @@
 //! Parsing never fails: unreadable, malformed or unsupported input becomes diagnostics
 //! on the document. This crate does no network IO and knows nothing of storage.
 
+pub mod bench;
 mod builder;
 mod counters;
 mod latex;
@@ -45,6 +46,14 @@ pub fn parse(source: &Source, tokenizer: Option<&Tokenizer>) -> Document {
         Format::Markdown => markdown::parse_file(&source.path, &source.id, tokenizer),
         Format::MarkdownBook => markdown::parse_book(&source.path, &source.id, tokenizer),
     };
+    if doc.bytes == 0 && !doc.files.is_empty() {
+        doc.diagnostics.push(Diagnostic {
+            path: source.path.display().to_string(),
+            line: 1,
+            severity: Severity::Info,
+            message: "empty document".into(),
+        });
+    }
     if doc.files.is_empty() {
         // Nothing could be read as text: hash the raw bytes so a fixed file counts as changed.
         if let Ok(bytes) = std::fs::read(&source.path) {
@@ -70,9 +79,17 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
             match format_of(input) {
                 Some(Format::Markdown) if input.file_name().is_some_and(|f| f == "SUMMARY.md") => {
                     let dir = input.parent().map(Path::to_path_buf).unwrap_or_default();
-                    sources.push(Source { id: dir.display().to_string(), path: dir, format: Format::MarkdownBook });
+                    sources.push(Source {
+                        id: dir.display().to_string(),
+                        path: dir,
+                        format: Format::MarkdownBook,
+                    });
                 }
-                Some(format) => sources.push(Source { id, path: input.clone(), format }),
+                Some(format) => sources.push(Source {
+                    id,
+                    path: input.clone(),
+                    format,
+                }),
                 None => diags.push(Diagnostic {
                     path: id,
                     line: 0,
@@ -83,7 +100,12 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
         } else if input.is_dir() {
             discover_dir(input, &mut sources, &mut diags);
         } else {
-            diags.push(Diagnostic { path: input.display().to_string(), line: 0, severity: Severity::Error, message: "no such file or folder".into() });
+            diags.push(Diagnostic {
+                path: input.display().to_string(),
+                line: 0,
+                severity: Severity::Error,
+                message: "no such file or folder".into(),
+            });
         }
     }
     // Ids are unique: a second input with the same name gets a suffix.
@@ -109,43 +131,70 @@ fn format_of(p: &Path) -> Option<Format> {
 }
 
 fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnostic>) {
-    let name = dir.canonicalize().ok().and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned())).unwrap_or_else(|| dir.display().to_string());
+    let name = dir
+        .canonicalize()
+        .ok()
+        .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| dir.display().to_string());
     let id_of = |p: &Path| -> String {
         let rel = p.strip_prefix(dir).unwrap_or(p);
         let rel = markdown::normalise(rel);
-        if rel.is_empty() { name.clone() } else { format!("{name}/{rel}") }
+        if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{name}/{rel}")
+        }
     };
     let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().filter_entry(|e| {
-        let n = e.file_name().to_string_lossy();
-        e.depth() == 0 || !(n.starts_with('.') || n == "target" || n == "node_modules")
-    }) {
+    for entry in walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            let n = e.file_name().to_string_lossy();
+            e.depth() == 0 || !(n.starts_with('.') || n == "target" || n == "node_modules")
+        })
+    {
         match entry {
             Ok(e) if e.file_type().is_file() => files.push(e.into_path()),
             Ok(_) => {}
             Err(e) => diags.push(Diagnostic {
-                path: e.path().map_or_else(|| dir.display().to_string(), |p| p.display().to_string()),
+                path: e
+                    .path()
+                    .map_or_else(|| dir.display().to_string(), |p| p.display().to_string()),
                 line: 0,
                 severity: Severity::Error,
                 message: format!("cannot walk: {e}"),
             }),
         }
     }
-    let books: Vec<PathBuf> = files.iter().filter(|f| f.file_name().is_some_and(|n| n == "SUMMARY.md")).filter_map(|f| f.parent().map(Path::to_path_buf)).collect();
+    let books: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == "SUMMARY.md"))
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect();
     for b in &books {
-        sources.push(Source { id: id_of(b), path: b.clone(), format: Format::MarkdownBook });
+        sources.push(Source {
+            id: id_of(b),
+            path: b.clone(),
+            format: Format::MarkdownBook,
+        });
     }
     let in_book = |p: &Path| books.iter().any(|b| p.starts_with(b));
     let mut tex = Vec::new();
     for f in &files {
         match format_of(f) {
-            Some(Format::Markdown) if !in_book(f) => sources.push(Source { id: id_of(f), path: f.clone(), format: Format::Markdown }),
+            Some(Format::Markdown) if !in_book(f) => sources.push(Source {
+                id: id_of(f),
+                path: f.clone(),
+                format: Format::Markdown,
+            }),
             Some(Format::Latex) => tex.push(f.clone()),
             _ => {}
         }
     }
     // LaTeX: main files, plus files nobody includes.
-    static DOCCLASS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^[^%\n]*\\documentclass").expect("valid"));
+    static DOCCLASS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?m)^[^%\n]*\\documentclass").expect("valid"));
     static INPUT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?m)^[^%\n]*?\\(?:input|include|subfile|InputIfFileExists)\s*(?:\{([^}]+)\}|([A-Za-z0-9_./-]+))").expect("valid")
     });
@@ -161,7 +210,9 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
             mains.insert(f.clone());
         }
         for c in INPUT.captures_iter(&text) {
-            let Some(target) = c.get(1).or(c.get(2)) else { continue };
+            let Some(target) = c.get(1).or(c.get(2)) else {
+                continue;
+            };
             let target = target.as_str().trim();
             // LaTeX resolves inputs against the main file's folder; try every folder up to the input root.
             let mut base = f.parent();
@@ -181,7 +232,11 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
     for f in &tex {
         let canon = f.canonicalize().unwrap_or_else(|_| f.clone());
         if mains.contains(f) || !included.contains(&canon) {
-            sources.push(Source { id: id_of(f), path: f.clone(), format: Format::Latex });
+            sources.push(Source {
+                id: id_of(f),
+                path: f.clone(),
+                format: Format::Latex,
+            });
         }
     }
 }

@@ -31,10 +31,22 @@ struct Chapter {
 }
 
 /// Parses one Markdown file as a document.
-pub(crate) fn parse_file(path: &Path, doc_id: &str, tokenizer: Option<&crate::tokens::Tokenizer>) -> Document {
+pub(crate) fn parse_file(
+    path: &Path,
+    doc_id: &str,
+    tokenizer: Option<&crate::tokens::Tokenizer>,
+) -> Document {
     let mut b = Builder::new(doc_id, &path.display().to_string(), Format::Markdown);
-    let rel = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let chapter = Chapter { path: path.to_path_buf(), rel, number: None, depth: 0 };
+    let rel = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let chapter = Chapter {
+        path: path.to_path_buf(),
+        rel,
+        number: None,
+        depth: 0,
+    };
     let mut skipped = Vec::new();
     match read_text(path) {
         Ok(text) => {
@@ -42,14 +54,23 @@ pub(crate) fn parse_file(path: &Path, doc_id: &str, tokenizer: Option<&crate::to
             skipped.resize(file + 1, vec![]);
             parse_into(&mut b, file, &chapter, 0, &mut skipped[file]);
         }
-        Err(e) => b.doc.diagnostics.push(ledger_core::Diagnostic { path: path.display().to_string(), line: 0, severity: Severity::Error, message: e }),
+        Err(e) => b.doc.diagnostics.push(ledger_core::Diagnostic {
+            path: path.display().to_string(),
+            line: 0,
+            severity: Severity::Error,
+            message: e,
+        }),
     }
     b.prose_mentions(&skipped);
     b.finish(tokenizer)
 }
 
 /// Parses an mdBook (`dir` holds `SUMMARY.md`) as one document, chapters in SUMMARY order.
-pub(crate) fn parse_book(dir: &Path, doc_id: &str, tokenizer: Option<&crate::tokens::Tokenizer>) -> Document {
+pub(crate) fn parse_book(
+    dir: &Path,
+    doc_id: &str,
+    tokenizer: Option<&crate::tokens::Tokenizer>,
+) -> Document {
     let mut b = Builder::new(doc_id, &dir.display().to_string(), Format::MarkdownBook);
     let summary_path = dir.join("SUMMARY.md");
     let mut chapters: Vec<Chapter> = Vec::new();
@@ -61,16 +82,32 @@ pub(crate) fn parse_book(dir: &Path, doc_id: &str, tokenizer: Option<&crate::tok
             for (dest, number, depth, at) in summary_entries(&text) {
                 let path = dir.join(&dest);
                 if !path.is_file() {
-                    b.diag(summary, at, Severity::Warning, format!("SUMMARY.md links to `{dest}`, which does not exist"));
+                    b.diag(
+                        summary,
+                        at,
+                        Severity::Warning,
+                        format!("SUMMARY.md links to `{dest}`, which does not exist"),
+                    );
                     continue;
                 }
-                chapters.push(Chapter { path, rel: normalise(Path::new(&dest)), number, depth });
+                chapters.push(Chapter {
+                    path,
+                    rel: normalise(Path::new(&dest)),
+                    number,
+                    depth,
+                });
             }
         }
-        Err(e) => b.diag(usize::MAX, 0, Severity::Error, format!("{}: {e}", summary_path.display())),
+        Err(e) => b.diag(
+            usize::MAX,
+            0,
+            Severity::Error,
+            format!("{}: {e}", summary_path.display()),
+        ),
     }
     // Markdown files under the book that SUMMARY.md does not list are still part of it.
-    let listed: std::collections::HashSet<String> = chapters.iter().map(|c| c.rel.clone()).collect();
+    let listed: std::collections::HashSet<String> =
+        chapters.iter().map(|c| c.rel.clone()).collect();
     let mut extra: Vec<PathBuf> = walkdir::WalkDir::new(dir)
         .sort_by_file_name()
         .into_iter()
@@ -84,14 +121,24 @@ pub(crate) fn parse_book(dir: &Path, doc_id: &str, tokenizer: Option<&crate::tok
     });
     for p in extra {
         let rel = normalise(p.strip_prefix(dir).unwrap_or(&p));
-        chapters.push(Chapter { path: p, rel, number: None, depth: 1 });
+        chapters.push(Chapter {
+            path: p,
+            rel,
+            number: None,
+            depth: 1,
+        });
     }
     let mut parents: Vec<(usize, usize)> = Vec::new();
     for ch in &chapters {
         let text = match read_text(&ch.path) {
             Ok(t) => t,
             Err(e) => {
-                b.doc.diagnostics.push(ledger_core::Diagnostic { path: ch.path.display().to_string(), line: 0, severity: Severity::Error, message: e });
+                b.doc.diagnostics.push(ledger_core::Diagnostic {
+                    path: ch.path.display().to_string(),
+                    line: 0,
+                    severity: Severity::Error,
+                    message: e,
+                });
                 continue;
             }
         };
@@ -103,7 +150,9 @@ pub(crate) fn parse_book(dir: &Path, doc_id: &str, tokenizer: Option<&crate::tok
         skipped.resize(file + 1, vec![]);
         let first = b.doc.units.len();
         parse_into(&mut b, file, ch, base, &mut skipped[file]);
-        if let Some(top) = (first..b.doc.units.len()).find(|&u| b.doc.units[u].kind == UnitKind::Section) {
+        if let Some(top) =
+            (first..b.doc.units.len()).find(|&u| b.doc.units[u].kind == UnitKind::Section)
+        {
             parents.push((ch.depth, top));
         }
     }
@@ -142,7 +191,13 @@ fn summary_entries(text: &str) -> Vec<(String, Option<String>, usize, usize)> {
                 if dest.is_empty() {
                     continue;
                 }
-                let number = (!counters.is_empty()).then(|| counters.iter().map(u32::to_string).collect::<Vec<_>>().join("."));
+                let number = (!counters.is_empty()).then(|| {
+                    counters
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(".")
+                });
                 out.push((dest, number, counters.len().max(1), range.start));
             }
             _ => {}
@@ -165,7 +220,13 @@ struct FileParse<'a> {
     numbered_top: bool,
 }
 
-fn parse_into(b: &mut Builder, file: usize, chapter: &Chapter, base: usize, skipped: &mut Vec<(usize, usize)>) {
+fn parse_into(
+    b: &mut Builder,
+    file: usize,
+    chapter: &Chapter,
+    base: usize,
+    skipped: &mut Vec<(usize, usize)>,
+) {
     let text = b.texts[file].clone();
     let mut p = FileParse {
         b,
@@ -187,9 +248,9 @@ fn parse_into(b: &mut Builder, file: usize, chapter: &Chapter, base: usize, skip
             Event::Start(tag) => {
                 if depth == 0 {
                     block = p.begin_block(&text, &tag, range.clone());
-                    if let Tag::Heading { id, .. } = &tag {
-                        heading_title = Some((String::new(), id.as_ref().map(|s| s.to_string())));
-                    }
+                }
+                if let Tag::Heading { id, .. } = &tag {
+                    heading_title = Some((String::new(), id.as_ref().map(|s| s.to_string())));
                 }
                 if let Tag::Link { dest_url, .. } = &tag {
                     if let Some(unit) = block {
@@ -204,9 +265,15 @@ fn parse_into(b: &mut Builder, file: usize, chapter: &Chapter, base: usize, skip
             }
             Event::End(end) => {
                 depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    if let (TagEnd::Heading(_), Some(unit), Some((title, id))) = (end, block, heading_title.take()) {
+                if let (TagEnd::Heading(_), Some(unit), Some((title, id))) =
+                    (end, block, heading_title.take())
+                {
+                    if depth == 0 {
                         p.finish_heading(unit, title, id);
+                    } else {
+                        // A heading inside a quote or list: mdBook still gives it an anchor.
+                        let anchor = id.unwrap_or_else(|| p.unique_slug(&title));
+                        p.anchor(unit, &anchor);
                     }
                 }
             }
@@ -225,10 +292,11 @@ fn parse_into(b: &mut Builder, file: usize, chapter: &Chapter, base: usize, skip
             Event::Html(h) | Event::InlineHtml(h) => {
                 skipped.push((range.start, range.end));
                 if depth > 0 {
+                    // Anchors inside a unit name it; anchors in pure markup name the next unit.
                     for a in anchors(&h) {
                         match block {
-                            Some(unit) if heading_title.is_some() => p.anchor(unit, &a),
-                            _ => p.pending_anchors.push(a),
+                            Some(unit) => p.anchor(unit, &a),
+                            None => p.pending_anchors.push(a),
                         }
                     }
                 }
@@ -238,20 +306,33 @@ fn parse_into(b: &mut Builder, file: usize, chapter: &Chapter, base: usize, skip
     }
     if let Some(l) = p.listing {
         let start = p.b.doc.units[l].start_byte;
-        p.b.diag(file, start, Severity::Warning, "<Listing> is never closed".into());
+        p.b.diag(
+            file,
+            start,
+            Severity::Warning,
+            "<Listing> is never closed".into(),
+        );
         p.b.doc.units[l].end_byte = text.len();
     }
 }
 
-static ANCHOR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"<a\s+(?:[^>]*\s)?(?:id|name)\s*=\s*["']([^"']+)["']"#).expect("valid"));
-static ATTR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"([A-Za-z-]+)\s*=\s*"([^"]*)""#).expect("valid"));
-static CAPTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^<span\s+class\s*=\s*"caption"\s*>\s*(?:(Figure|Table|Listing)\s+([0-9A-Z]+(?:[-.][0-9]+)*)\s*[:.]\s*)?"#).expect("valid")
+static ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:<a\s+(?:[^>]*\s)?(?:id|name)|<[A-Za-z][A-Za-z0-9-]*\s+(?:[^>]*\s)?id)\s*=\s*["']([^"']+)["']"#).expect("valid")
 });
-static INCLUDE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{\{#(include|rustdoc_include|playground)\s+([^}\s]+)[^}]*\}\}").expect("valid"));
+static ATTR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"([A-Za-z-]+)\s*=\s*"([^"]*)""#).expect("valid"));
+static CAPTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^(?:<span\s+class\s*=\s*"caption"\s*>|<figcaption>)\s*(?:(Figure|Table|Listing)\s+([0-9A-Z]+(?:[-.][0-9]+)*)\s*[:.]\s*)?"#).expect("valid")
+});
+static INCLUDE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\{\{#(include|rustdoc_include|playground)\s+([^}\s]+)[^}]*\}\}").expect("valid")
+});
 
 fn anchors(html: &str) -> Vec<String> {
-    ANCHOR.captures_iter(html).map(|c| c[1].to_string()).collect()
+    ANCHOR
+        .captures_iter(html)
+        .map(|c| c[1].to_string())
+        .collect()
 }
 
 impl FileParse<'_> {
@@ -261,7 +342,15 @@ impl FileParse<'_> {
 
     fn new_unit(&mut self, kind: UnitKind, env: &str, level: i32, range: &Range<usize>) -> usize {
         let parent = self.parent();
-        let unit = self.b.unit(kind, env, level, parent, self.file, range.start, trim_end(&self.b.texts[self.file], range.clone()));
+        let unit = self.b.unit(
+            kind,
+            env,
+            level,
+            parent,
+            self.file,
+            range.start,
+            trim_end(&self.b.texts[self.file], range.clone()),
+        );
         for a in std::mem::take(&mut self.pending_anchors) {
             self.anchor(unit, &a);
         }
@@ -284,14 +373,23 @@ impl FileParse<'_> {
                     self.headings.pop();
                 }
                 self.last_figure = None;
-                let unit = self.new_unit(UnitKind::Section, &format!("h{level}"), level as i32, &range);
+                let unit = self.new_unit(
+                    UnitKind::Section,
+                    &format!("h{level}"),
+                    level as i32,
+                    &range,
+                );
                 if !self.numbered_top {
                     self.numbered_top = true;
                     if let Some(n) = &self.chapter.number {
                         let u = &mut self.b.doc.units[unit];
                         u.number = Some(n.clone());
                         u.numbers = vec![n.clone()];
-                        u.env = if self.chapter.depth <= 1 { "chapter".into() } else { "section".into() };
+                        u.env = if self.chapter.depth <= 1 {
+                            "chapter".into()
+                        } else {
+                            "section".into()
+                        };
                     }
                 }
                 self.headings.push((level, unit));
@@ -302,10 +400,19 @@ impl FileParse<'_> {
                     return Some(l);
                 }
                 let lang = match kind {
-                    pulldown_cmark::CodeBlockKind::Fenced(info) => info.split([',', ' ']).next().unwrap_or_default().to_string(),
+                    pulldown_cmark::CodeBlockKind::Fenced(info) => info
+                        .split([',', ' '])
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
                     pulldown_cmark::CodeBlockKind::Indented => String::new(),
                 };
-                Some(self.new_unit(UnitKind::Listing, if lang.is_empty() { "code" } else { &lang }, 0, &range))
+                Some(self.new_unit(
+                    UnitKind::Listing,
+                    if lang.is_empty() { "code" } else { &lang },
+                    0,
+                    &range,
+                ))
             }
             Tag::Table(_) => Some(self.new_unit(UnitKind::Table, "table", 0, &range)),
             Tag::HtmlBlock | Tag::Paragraph => {
@@ -338,14 +445,26 @@ impl FileParse<'_> {
                     return Some(unit);
                 }
                 if let Some(c) = CAPTION.captures(src) {
-                    let (kind, number) = (c.get(1).map(|m| m.as_str()), c.get(2).map(|m| m.as_str().to_string()));
+                    let (kind, number) = (
+                        c.get(1).map(|m| m.as_str()),
+                        c.get(2).map(|m| m.as_str().to_string()),
+                    );
                     let title = strip_tags(&src[c.get(0).map_or(0, |m| m.end())..]);
                     let unit = match self.last_figure.take() {
                         Some(f) => {
                             self.b.doc.units[f].end_byte = trim_end(text, range);
                             f
                         }
-                        None => self.new_unit(if kind == Some("Table") { UnitKind::Table } else { UnitKind::Figure }, "caption", 0, &range),
+                        None => self.new_unit(
+                            if kind == Some("Table") {
+                                UnitKind::Table
+                            } else {
+                                UnitKind::Figure
+                            },
+                            "caption",
+                            0,
+                            &range,
+                        ),
                     };
                     let u = &mut self.b.doc.units[unit];
                     if let Some(n) = number {
@@ -357,8 +476,13 @@ impl FileParse<'_> {
                 }
                 if src.starts_with("<img") || is_image_paragraph(src) {
                     let unit = self.new_unit(UnitKind::Figure, "image", 0, &range);
-                    let alt = ATTR.captures_iter(src).find(|c| &c[1] == "alt").map(|c| c[2].to_string()).or_else(|| image_alt(src));
-                    self.b.doc.units[unit].title = alt.map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "));
+                    let alt = ATTR
+                        .captures_iter(src)
+                        .find(|c| &c[1] == "alt")
+                        .map(|c| c[2].to_string())
+                        .or_else(|| image_alt(src));
+                    self.b.doc.units[unit].title =
+                        alt.map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "));
                     self.last_figure = Some(unit);
                     return Some(unit);
                 }
@@ -378,7 +502,10 @@ impl FileParse<'_> {
                 }
                 Some(self.new_unit(UnitKind::Paragraph, "paragraph", 0, &range))
             }
-            Tag::List(_) | Tag::BlockQuote(_) | Tag::FootnoteDefinition(_) | Tag::DefinitionList => {
+            Tag::List(_)
+            | Tag::BlockQuote(_)
+            | Tag::FootnoteDefinition(_)
+            | Tag::DefinitionList => {
                 if let Some(l) = self.listing {
                     return Some(l);
                 }
@@ -396,22 +523,14 @@ impl FileParse<'_> {
 
     fn finish_heading(&mut self, unit: usize, title: String, id: Option<String>) {
         let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
-        let anchor = match id {
-            Some(id) => id,
-            None => {
-                let base = heading_slug(&title);
-                let n = self.slugs.entry(base.clone()).or_insert(0);
-                let anchor = if *n == 0 { base.clone() } else { format!("{base}-{n}") };
-                *n += 1;
-                anchor
-            }
-        };
+        let anchor = id.unwrap_or_else(|| self.unique_slug(&title));
         self.b.doc.units[unit].title = Some(title);
         // The anchor comes first: it is the heading's id; earlier `<a id>` anchors are aliases.
         let label = format!("{}#{anchor}", self.chapter.rel);
         let number = self.b.doc.units[unit].number.clone();
         let at = self.b.doc.units[unit].start_byte;
-        self.b.add_label(unit, &label, number.clone(), self.file, at);
+        self.b
+            .add_label(unit, &label, number.clone(), self.file, at);
         // The heading's own anchor is its id: it goes first, before `<a id>` aliases.
         let labels = &mut self.b.doc.units[unit].labels;
         if let Some(pos) = labels.iter().position(|(l, _)| l == &label) {
@@ -425,27 +544,59 @@ impl FileParse<'_> {
         }
     }
 
+    /// The heading's slug, with `-1`, `-2` … for repeats in the same file (as mdBook does).
+    fn unique_slug(&mut self, title: &str) -> String {
+        let base = heading_slug(
+            title
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .as_str(),
+        );
+        let n = self.slugs.entry(base.clone()).or_insert(0);
+        let anchor = if *n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        *n += 1;
+        anchor
+    }
+
     fn link(&mut self, text: &str, unit: usize, dest: &str, range: Range<usize>) {
         let book = self.b.doc.format == Some(Format::MarkdownBook);
-        let Some(key) = link_key(dest, &self.chapter.rel, book) else { return };
+        let Some(key) = link_key(dest, &self.chapter.rel, book) else {
+            return;
+        };
         // The minimal span is the destination when it is written inline, else the whole link.
         let src = &text[range.clone()];
         let (s, e) = match src.find(&format!("]({dest}")) {
             Some(k) => (range.start + k + 2, range.start + k + 2 + dest.len()),
             None => (range.start, range.end),
         };
-        self.b.mention(unit, self.file, s, e, MentionKind::Link, key);
+        self.b
+            .mention(unit, self.file, s, e, MentionKind::Link, key);
     }
 
     fn includes(&mut self, text: &str, range: Range<usize>) {
-        let dir = self.chapter.path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = self
+            .chapter
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         for c in INCLUDE.captures_iter(&text[range.clone()]) {
             let raw = &c[2];
             // `path:anchor` and `path:1:5` select part of a file.
             let path = raw.split(':').next().unwrap_or(raw);
             if !dir.join(path).is_file() {
                 let at = range.start + c.get(0).map_or(0, |m| m.start());
-                self.b.diag(self.file, at, Severity::Warning, format!("{{{{#{} {raw}}}}}: included file {path} not found", &c[1]));
+                self.b.diag(
+                    self.file,
+                    at,
+                    Severity::Warning,
+                    format!("{{{{#{} {raw}}}}}: included file {path} not found", &c[1]),
+                );
             }
         }
     }
@@ -453,14 +604,18 @@ impl FileParse<'_> {
 
 /// The key a Markdown link names, or `None` for external links and links to non-Markdown files.
 fn link_key(dest: &str, current: &str, book: bool) -> Option<TargetKey> {
-    static SCHEME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[A-Za-z][A-Za-z0-9+.-]*:").expect("valid"));
+    static SCHEME: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[A-Za-z][A-Za-z0-9+.-]*:").expect("valid"));
     if dest.is_empty() || SCHEME.is_match(dest) || dest.starts_with("//") {
         return None;
     }
     let dest = dest.split('?').next().unwrap_or(dest);
     let (path, anchor) = dest.split_once('#').unwrap_or((dest, ""));
     if path.is_empty() {
-        return Some(TargetKey::Anchor { file: current.to_string(), anchor: anchor.to_string() });
+        return Some(TargetKey::Anchor {
+            file: current.to_string(),
+            anchor: anchor.to_string(),
+        });
     }
     let path = if let Some(stem) = path.strip_suffix(".html") {
         format!("{stem}.md")
@@ -472,12 +627,20 @@ fn link_key(dest: &str, current: &str, book: bool) -> Option<TargetKey> {
     if !path.ends_with(".md") {
         return None;
     }
-    let joined = normalise(&Path::new(current).parent().unwrap_or(Path::new("")).join(&path));
+    let joined = normalise(
+        &Path::new(current)
+            .parent()
+            .unwrap_or(Path::new(""))
+            .join(&path),
+    );
     if book && joined.starts_with("../") {
         // Out of the book: another site's page (`../std/…`), not a unit of this corpus.
         return None;
     }
-    Some(TargetKey::Anchor { file: joined, anchor: anchor.to_string() })
+    Some(TargetKey::Anchor {
+        file: joined,
+        anchor: anchor.to_string(),
+    })
 }
 
 /// Lexically normalises a relative path to `a/b/c.md` (keeping leading `..`).
@@ -529,7 +692,10 @@ fn image_alt(src: &str) -> Option<String> {
 
 fn strip_tags(s: &str) -> String {
     static TAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[^>]*>").expect("valid"));
-    TAG.replace_all(s, "").split_whitespace().collect::<Vec<_>>().join(" ")
+    TAG.replace_all(s, "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The end of a range with trailing whitespace removed.
@@ -546,16 +712,37 @@ mod tests {
     fn slugs_like_mdbook() {
         assert_eq!(heading_slug("Hello, World!"), "hello-world");
         assert_eq!(heading_slug("The `Option` Enum"), "the-option-enum");
-        assert_eq!(heading_slug("Storing UTF-8 Encoded Text with Strings"), "storing-utf-8-encoded-text-with-strings");
+        assert_eq!(
+            heading_slug("Storing UTF-8 Encoded Text with Strings"),
+            "storing-utf-8-encoded-text-with-strings"
+        );
     }
 
     #[test]
     fn link_keys() {
         assert_eq!(link_key("https://x.org/a.md", "a.md", true), None);
-        assert_eq!(link_key("#intro", "b/a.md", true), Some(TargetKey::Anchor { file: "b/a.md".into(), anchor: "intro".into() }));
-        assert_eq!(link_key("../c.html#x", "b/a.md", true), Some(TargetKey::Anchor { file: "c.md".into(), anchor: "x".into() }));
+        assert_eq!(
+            link_key("#intro", "b/a.md", true),
+            Some(TargetKey::Anchor {
+                file: "b/a.md".into(),
+                anchor: "intro".into()
+            })
+        );
+        assert_eq!(
+            link_key("../c.html#x", "b/a.md", true),
+            Some(TargetKey::Anchor {
+                file: "c.md".into(),
+                anchor: "x".into()
+            })
+        );
         assert_eq!(link_key("img/x.svg", "a.md", true), None);
         assert_eq!(link_key("../../std/x.html", "b/a.md", true), None);
-        assert_eq!(link_key("../x.md", "a.md", false), Some(TargetKey::Anchor { file: "../x.md".into(), anchor: String::new() }));
+        assert_eq!(
+            link_key("../x.md", "a.md", false),
+            Some(TargetKey::Anchor {
+                file: "../x.md".into(),
+                anchor: String::new()
+            })
+        );
     }
 }

@@ -23,11 +23,13 @@ pub struct ProseMention {
 const WORDS: &str = r"Sections?|Secs?\.|Chapters?|Chaps?\.|Ch\.|Parts?|Appendix|Appendices|App\.|Figures?|Figs?\.|Tables?|Tabs?\.|Equations?|Eqns?\.|Eqs?\.|Theorems?|Thms?\.|Lemmas?|Lemmata|Definitions?|Defs?\.|Corollary|Corollaries|Cors?\.|Propositions?|Props?\.|Remarks?|Examples?|Exercises?|Algorithms?|Algs?\.|Listings?|Conjectures?|Claims?|Axioms?|Assumptions?|Hypothes[ie]s|Observations?|Problems?|Notations?|Facts?";
 
 /// A number: `3`, `3.2`, `7-3`, `A`, `A.1`, `(3)`, `(2.1)`, `5(a)`.
-const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
+const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*\b|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
 
 static PROSE: LazyLock<Regex> = LazyLock::new(|| {
     let sep = r"(?:\s*(?:,\s*(?:and|or)?|and|or|&|\\&|–|—|--|to|through)\s*)";
-    let pattern = format!(r"(?P<word>\b(?i:{WORDS})|§§?)(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)");
+    let pattern = format!(
+        r"(?P<word>\b(?i:{WORDS})|§§?)(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)"
+    );
     Regex::new(&pattern).expect("prose regex is valid")
 });
 
@@ -73,11 +75,19 @@ fn family(word: &str) -> Option<&'static str> {
 pub fn find(text: &str) -> Vec<ProseMention> {
     let mut out = Vec::new();
     for caps in PROSE.captures_iter(text) {
-        let (Some(word), Some(list)) = (caps.name("word"), caps.name("list")) else { continue };
-        let Some(fam) = family(word.as_str()) else { continue };
+        let (Some(word), Some(list)) = (caps.name("word"), caps.name("list")) else {
+            continue;
+        };
+        let Some(fam) = family(word.as_str()) else {
+            continue;
+        };
         // A lower-case word must be the plain word ("section 3"), not an abbreviation like "eq. 3" mid-sentence
         // only when it is followed by a digit; letters alone ("part A") are too ambiguous in lower case.
-        let lower = word.as_str().chars().next().is_some_and(|c| c.is_lowercase());
+        let lower = word
+            .as_str()
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_lowercase());
         let gap = caps.name("gap").map_or("", |g| g.as_str());
         if gap.is_empty() && !word.as_str().starts_with('§') {
             continue;
@@ -115,14 +125,22 @@ pub fn find(text: &str) -> Vec<ProseMention> {
                     }
                 }
             }
-            if fam != "appendix" && number.chars().all(|c| c.is_ascii_uppercase()) && number.len() == 1 && fam != "part" {
+            if fam != "appendix"
+                && number.chars().all(|c| c.is_ascii_uppercase())
+                && number.len() == 1
+                && fam != "part"
+            {
                 // "Figure A" is rare; a lone capital after a non-appendix word is usually prose ("Table A lists").
                 continue;
             }
             // A range "3–5" expands to 3, 4, 5 when both ends are plain integers with the same prefix.
             if let Some(pe) = prev_end {
                 let between = &text[pe..s];
-                if between.contains('–') || between.contains("--") || between.contains("to") || between.contains("through") {
+                if between.contains('–')
+                    || between.contains("--")
+                    || between.contains("to")
+                    || between.contains("through")
+                {
                     if let Some((prev_s, _, prev_num)) = numbers.last().cloned() {
                         for mid in range_between(&prev_num, &number) {
                             numbers.push((prev_s, e, mid));
@@ -135,7 +153,12 @@ pub fn find(text: &str) -> Vec<ProseMention> {
         }
         for (i, (s, e, number)) in numbers.into_iter().enumerate() {
             let start = if i == 0 { word.start() } else { s };
-            out.push(ProseMention { start, end: e, family: fam.to_string(), number });
+            out.push(ProseMention {
+                start,
+                end: e,
+                family: fam.to_string(),
+                number,
+            });
         }
     }
     out
@@ -176,7 +199,10 @@ mod tests {
     use super::*;
 
     fn found(text: &str) -> Vec<(String, String, String)> {
-        find(text).into_iter().map(|m| (text[m.start..m.end].to_string(), m.family, m.number)).collect()
+        find(text)
+            .into_iter()
+            .map(|m| (text[m.start..m.end].to_string(), m.family, m.number))
+            .collect()
     }
 
     fn t(span: &str, fam: &str, num: &str) -> (String, String, String) {
@@ -185,30 +211,68 @@ mod tests {
 
     #[test]
     fn single_mentions() {
-        assert_eq!(found("see Section 3.2 for"), vec![t("Section 3.2", "section", "3.2")]);
+        assert_eq!(
+            found("see Section 3.2 for"),
+            vec![t("Section 3.2", "section", "3.2")]
+        );
         assert_eq!(found("in Sec. 3,"), vec![t("Sec. 3", "section", "3")]);
         assert_eq!(found("by §3.2."), vec![t("§3.2", "section", "3.2")]);
-        assert_eq!(found("Chapter 4 shows"), vec![t("Chapter 4", "chapter", "4")]);
-        assert_eq!(found("Fig. 5(a) plots"), vec![t("Fig. 5(a)", "figure", "5")]);
+        assert_eq!(
+            found("Chapter 4 shows"),
+            vec![t("Chapter 4", "chapter", "4")]
+        );
+        assert_eq!(
+            found("Fig. 5(a) plots"),
+            vec![t("Fig. 5(a)", "figure", "5")]
+        );
         assert_eq!(found("Eq. (1) gives"), vec![t("Eq. (1)", "equation", "1")]);
-        assert_eq!(found("Equation (2.3)"), vec![t("Equation (2.3)", "equation", "2.3")]);
-        assert_eq!(found("by Theorem~2.1,"), vec![t("Theorem~2.1", "theorem", "2.1")]);
-        assert_eq!(found("Listing 7-3 shows"), vec![t("Listing 7-3", "listing", "7-3")]);
-        assert_eq!(found("Appendix A lists"), vec![t("Appendix A", "appendix", "A")]);
-        assert_eq!(found("Algorithm 1."), vec![t("Algorithm 1", "algorithm", "1")]);
+        assert_eq!(
+            found("Equation (2.3)"),
+            vec![t("Equation (2.3)", "equation", "2.3")]
+        );
+        assert_eq!(
+            found("by Theorem~2.1,"),
+            vec![t("Theorem~2.1", "theorem", "2.1")]
+        );
+        assert_eq!(
+            found("Listing 7-3 shows"),
+            vec![t("Listing 7-3", "listing", "7-3")]
+        );
+        assert_eq!(
+            found("Appendix A lists"),
+            vec![t("Appendix A", "appendix", "A")]
+        );
+        assert_eq!(
+            found("Algorithm 1."),
+            vec![t("Algorithm 1", "algorithm", "1")]
+        );
     }
 
     #[test]
     fn lists_and_ranges() {
-        assert_eq!(found("Sections 2 and 3"), vec![t("Sections 2", "section", "2"), t("3", "section", "3")]);
+        assert_eq!(
+            found("Sections 2 and 3"),
+            vec![t("Sections 2", "section", "2"), t("3", "section", "3")]
+        );
         assert_eq!(
             found("Figures 3–5"),
-            vec![t("Figures 3", "figure", "3"), t("3–5", "figure", "4"), t("5", "figure", "5")]
+            vec![
+                t("Figures 3", "figure", "3"),
+                t("3–5", "figure", "4"),
+                t("5", "figure", "5")
+            ]
         );
-        assert_eq!(found("Lemmas 2.1, 2.2"), vec![t("Lemmas 2.1", "lemma", "2.1"), t("2.2", "lemma", "2.2")]);
+        assert_eq!(
+            found("Lemmas 2.1, 2.2"),
+            vec![t("Lemmas 2.1", "lemma", "2.1"), t("2.2", "lemma", "2.2")]
+        );
         assert_eq!(
             found("sections 3-5"),
-            vec![t("sections 3", "section", "3"), t("3-5", "section", "4"), t("5", "section", "5")]
+            vec![
+                t("sections 3", "section", "3"),
+                t("3-5", "section", "4"),
+                t("5", "section", "5")
+            ]
         );
     }
 

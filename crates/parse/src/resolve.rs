@@ -15,7 +15,12 @@ struct Index<'a> {
 
 impl<'a> Index<'a> {
     fn new(doc: &'a Document) -> Self {
-        let mut ix = Index { labels: HashMap::new(), lower_labels: HashMap::new(), citations: HashMap::new(), numbers: HashMap::new() };
+        let mut ix = Index {
+            labels: HashMap::new(),
+            lower_labels: HashMap::new(),
+            citations: HashMap::new(),
+            numbers: HashMap::new(),
+        };
         for (i, u) in doc.units.iter().enumerate() {
             if u.kind == UnitKind::Bibitem {
                 if let Some(k) = &u.label {
@@ -45,12 +50,22 @@ pub(crate) fn resolve_local(doc: &mut Document) {
         let r = match &m.key {
             TargetKey::Label(l) => match ix.labels.get(l.as_str()) {
                 Some(&u) => resolved(doc, u),
-                None if doc.externals.iter().any(|(p, _)| !p.is_empty() && l.starts_with(p.as_str())) => Resolution::Pending,
-                None => Resolution::Broken { reason: format!("no \\label{{{l}}} in this document") },
+                None if doc
+                    .externals
+                    .iter()
+                    .any(|(p, _)| !p.is_empty() && l.starts_with(p.as_str())) =>
+                {
+                    Resolution::Pending
+                }
+                None => Resolution::Broken {
+                    reason: format!("no \\label{{{l}}} in this document"),
+                },
             },
             TargetKey::Citation(k) => match ix.citations.get(k.as_str()) {
                 Some(&u) => resolved(doc, u),
-                None => Resolution::Broken { reason: format!("no bibliography entry `{k}`") },
+                None => Resolution::Broken {
+                    reason: format!("no bibliography entry `{k}`"),
+                },
             },
             TargetKey::Number { family, number } => by_number(doc, &ix, family, number),
             TargetKey::Anchor { file, anchor } => {
@@ -69,34 +84,61 @@ pub(crate) fn resolve_local(doc: &mut Document) {
 }
 
 fn resolved(doc: &Document, unit: usize) -> Resolution {
-    Resolution::Resolved { doc: doc.id.clone(), unit: doc.units[unit].id.clone() }
+    Resolution::Resolved {
+        doc: doc.id.clone(),
+        unit: doc.units[unit].id.clone(),
+    }
 }
 
 fn by_anchor(doc: &Document, ix: &Index, file: &str, anchor: &str) -> Resolution {
-    let key = if anchor.is_empty() { file.to_string() } else { format!("{file}#{anchor}") };
-    if let Some(&u) = ix.labels.get(key.as_str()).or_else(|| ix.lower_labels.get(&key.to_lowercase())) {
+    let key = if anchor.is_empty() {
+        file.to_string()
+    } else {
+        format!("{file}#{anchor}")
+    };
+    if let Some(&u) = ix
+        .labels
+        .get(key.as_str())
+        .or_else(|| ix.lower_labels.get(&key.to_lowercase()))
+    {
         return resolved(doc, u);
     }
     if anchor.is_empty() {
         // A file with no heading: the link names the document's part for that file, if any unit is in it.
         if let Some(i) = doc.files.iter().position(|f| f.ends_with(file)) {
-            if let Some(u) = doc.units.iter().position(|u| u.file == i && u.kind != UnitKind::Document) {
+            if let Some(u) = doc
+                .units
+                .iter()
+                .position(|u| u.file == i && u.kind != UnitKind::Document)
+            {
                 return resolved(doc, u);
             }
         }
-        return Resolution::Broken { reason: format!("no file `{file}` in this document") };
+        return Resolution::Broken {
+            reason: format!("no file `{file}` in this document"),
+        };
     }
-    Resolution::Broken { reason: format!("no anchor `#{anchor}` in `{file}`") }
+    Resolution::Broken {
+        reason: format!("no anchor `#{anchor}` in `{file}`"),
+    }
 }
 
 /// Units whose printed number is `number` and whose kind fits the word used in prose.
 fn by_number(doc: &Document, ix: &Index, family: &str, number: &str) -> Resolution {
     let all: &[usize] = ix.numbers.get(number).map_or(&[], |v| v.as_slice());
-    let pick = |f: &dyn Fn(&Unit) -> bool| -> Vec<usize> { all.iter().copied().filter(|&i| f(&doc.units[i])).collect() };
+    let pick = |f: &dyn Fn(&Unit) -> bool| -> Vec<usize> {
+        all.iter().copied().filter(|&i| f(&doc.units[i])).collect()
+    };
     let mut candidates = match family {
         "section" => {
-            let s = pick(&|u| u.kind == UnitKind::Section && !matches!(u.env.as_str(), "part" | "chapter"));
-            if s.is_empty() { pick(&|u| u.kind == UnitKind::Section && u.env != "part") } else { s }
+            let s = pick(&|u| {
+                u.kind == UnitKind::Section && !matches!(u.env.as_str(), "part" | "chapter")
+            });
+            if s.is_empty() {
+                pick(&|u| u.kind == UnitKind::Section && u.env != "part")
+            } else {
+                s
+            }
         }
         "chapter" => pick(&|u| u.kind == UnitKind::Section && u.env == "chapter"),
         "part" => pick(&|u| u.kind == UnitKind::Section && u.env == "part"),
@@ -108,17 +150,26 @@ fn by_number(doc: &Document, ix: &Index, family: &str, number: &str) -> Resoluti
         "listing" => pick(&|u| u.kind == UnitKind::Listing),
         name => {
             let exact = pick(&|u| u.kind == UnitKind::Theorem && u.env == name);
-            if exact.is_empty() { pick(&|u| u.kind == UnitKind::Theorem) } else { exact }
+            if exact.is_empty() {
+                pick(&|u| u.kind == UnitKind::Theorem)
+            } else {
+                exact
+            }
         }
     };
     candidates.dedup();
     match candidates.as_slice() {
         [one] => resolved(doc, *one),
-        [] => Resolution::Broken { reason: format!("no {family} numbered {number} in this document") },
+        [] => Resolution::Broken {
+            reason: format!("no {family} numbered {number} in this document"),
+        },
         many => Resolution::Ambiguous {
             reason: format!(
                 "{family} {number} could be any of: {}",
-                many.iter().map(|&i| doc.units[i].id.as_str()).collect::<Vec<_>>().join(", ")
+                many.iter()
+                    .map(|&i| doc.units[i].id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         },
     }
@@ -126,8 +177,13 @@ fn by_number(doc: &Document, ix: &Index, family: &str, number: &str) -> Resoluti
 
 /// "Appendix A": a section numbered A (LaTeX), or a chapter titled "A - …"/"Appendix A: …" (Markdown books).
 fn appendix(doc: &Document, number: &str) -> Vec<usize> {
-    let numbered: Vec<usize> =
-        doc.units.iter().enumerate().filter(|(_, u)| u.kind == UnitKind::Section && u.numbers.iter().any(|n| n == number)).map(|(i, _)| i).collect();
+    let numbered: Vec<usize> = doc
+        .units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.kind == UnitKind::Section && u.numbers.iter().any(|n| n == number))
+        .map(|(i, _)| i)
+        .collect();
     if !numbered.is_empty() {
         return numbered;
     }
@@ -150,18 +206,30 @@ fn appendix(doc: &Document, number: &str) -> Vec<usize> {
 /// The document's files relative to its root (the book folder, or the file's folder).
 fn relative_files(doc: &Document) -> Vec<String> {
     let root = root_dir(doc);
-    doc.files.iter().map(|f| crate::markdown::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)))).collect()
+    doc.files
+        .iter()
+        .map(|f| {
+            crate::markdown::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)))
+        })
+        .collect()
 }
 
 fn root_dir(doc: &Document) -> PathBuf {
     match doc.format {
         Some(Format::MarkdownBook) => PathBuf::from(&doc.path),
-        _ => Path::new(&doc.path).parent().map(Path::to_path_buf).unwrap_or_default(),
+        _ => Path::new(&doc.path)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
     }
 }
 
 fn absolute(p: &Path) -> String {
-    let p = if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(p) };
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
     crate::markdown::normalise(&p)
 }
 
@@ -174,7 +242,9 @@ pub fn resolve_corpus(docs: &mut [Document]) {
     for (d, doc) in docs.iter().enumerate() {
         let root = root_dir(doc);
         for f in &doc.files {
-            let rel = crate::markdown::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)));
+            let rel = crate::markdown::normalise(
+                Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)),
+            );
             files.entry(absolute(Path::new(f))).or_insert((d, rel));
         }
         if doc.format == Some(Format::Latex) {
@@ -192,13 +262,23 @@ pub fn resolve_corpus(docs: &mut [Document]) {
             }
             let r = match &m.key {
                 TargetKey::Label(l) => {
-                    let mut r = Resolution::Broken { reason: format!("no \\label{{{l}}} in this document or its external documents") };
+                    let mut r = Resolution::Broken {
+                        reason: format!(
+                            "no \\label{{{l}}} in this document or its external documents"
+                        ),
+                    };
                     for (prefix, path) in &doc.externals {
-                        let Some(rest) = l.strip_prefix(prefix.as_str()) else { continue };
+                        let Some(rest) = l.strip_prefix(prefix.as_str()) else {
+                            continue;
+                        };
                         let target = absolute(&root.join(path));
                         let target = target.trim_end_matches(".tex");
                         let Some(&t) = mains.get(target) else {
-                            r = Resolution::Broken { reason: format!("external document `{path}` is not in the indexed corpus") };
+                            r = Resolution::Broken {
+                                reason: format!(
+                                    "external document `{path}` is not in the indexed corpus"
+                                ),
+                            };
                             continue;
                         };
                         match indexes[t].labels.get(rest) {
@@ -206,7 +286,13 @@ pub fn resolve_corpus(docs: &mut [Document]) {
                                 r = resolved(&docs[t], u);
                                 break;
                             }
-                            None => r = Resolution::Broken { reason: format!("no \\label{{{rest}}} in external document `{path}`") },
+                            None => {
+                                r = Resolution::Broken {
+                                    reason: format!(
+                                        "no \\label{{{rest}}} in external document `{path}`"
+                                    ),
+                                }
+                            }
                         }
                     }
                     r
@@ -215,10 +301,14 @@ pub fn resolve_corpus(docs: &mut [Document]) {
                     let target = absolute(&root.join(file));
                     match files.get(&target) {
                         Some(&(t, ref rel)) => by_anchor(&docs[t], &indexes[t], rel, anchor),
-                        None => Resolution::Broken { reason: format!("link target `{file}` is not in the indexed corpus") },
+                        None => Resolution::Broken {
+                            reason: format!("link target `{file}` is not in the indexed corpus"),
+                        },
                     }
                 }
-                other => Resolution::Broken { reason: format!("`{other}` did not resolve") },
+                other => Resolution::Broken {
+                    reason: format!("`{other}` did not resolve"),
+                },
             };
             updates.push((d, mi, r));
         }

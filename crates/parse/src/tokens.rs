@@ -8,12 +8,18 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// The process-wide cl100k tokenizer (built on first use, about 0.3 s).
     pub fn cl100k() -> Self {
-        Tokenizer { bpe: tiktoken_rs::cl100k_base_singleton() }
+        Tokenizer {
+            bpe: tiktoken_rs::cl100k_base_singleton(),
+        }
     }
 
     /// Number of tokens in `text`, special tokens treated as ordinary text.
     pub fn count(&self, text: &str) -> usize {
-        if text.is_empty() { 0 } else { self.bpe.count_ordinary(text) }
+        if text.is_empty() {
+            0
+        } else {
+            self.bpe.count_ordinary(text)
+        }
     }
 }
 

@@ -59,7 +59,10 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io { path: path.to_path_buf(), source }
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The folder holding the current version of a graph, checked against the schema version.
@@ -73,7 +76,10 @@ pub fn current_version(graph: &Path) -> Result<PathBuf> {
     if manifest.schema_version != SCHEMA_VERSION {
         return Err(StoreError::NotAGraph {
             path: graph.to_path_buf(),
-            message: format!("graph has schema version {}, this ledger reads {SCHEMA_VERSION}; re-index it", manifest.schema_version),
+            message: format!(
+                "graph has schema version {}, this ledger reads {SCHEMA_VERSION}; re-index it",
+                manifest.schema_version
+            ),
         });
     }
     Ok(dir)

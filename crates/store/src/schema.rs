@@ -8,7 +8,15 @@ use std::sync::{Arc, LazyLock};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The tables of a graph, in the order they are written.
-pub const TABLES: [&str; 7] = ["documents", "units", "edges", "mentions", "labels", "diagnostics", "runs"];
+pub const TABLES: [&str; 7] = [
+    "documents",
+    "units",
+    "edges",
+    "mentions",
+    "labels",
+    "diagnostics",
+    "runs",
+];
 
 fn s(name: &str) -> Field {
     Field::new(name, DataType::Utf8, false)
@@ -22,7 +30,16 @@ fn i(name: &str) -> Field {
 
 /// `documents(doc_id, path, format, content_hash, bytes, tokens, files, units)`.
 pub static DOCUMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
-    Arc::new(Schema::new(vec![s("doc_id"), s("path"), s("format"), s("content_hash"), i("bytes"), i("tokens"), i("files"), i("units")]))
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("path"),
+        s("format"),
+        s("content_hash"),
+        i("bytes"),
+        i("tokens"),
+        i("files"),
+        i("units"),
+    ]))
 });
 
 /// `units(doc_id, unit_id, kind, env, level, label, number, title, parent_id, ordinal, source_path, start_byte, end_byte, line, tokens, content_hash, text)`.
@@ -82,11 +99,25 @@ pub static MENTIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
 });
 
 /// `labels(doc_id, label, unit_id, number)`: every label or anchor and the unit it names.
-pub static LABELS: LazyLock<SchemaRef> = LazyLock::new(|| Arc::new(Schema::new(vec![s("doc_id"), s("label"), s("unit_id"), so("number")])));
+pub static LABELS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("label"),
+        s("unit_id"),
+        so("number"),
+    ]))
+});
 
 /// `diagnostics(doc_id, source_path, line, severity, message)`.
-pub static DIAGNOSTICS: LazyLock<SchemaRef> =
-    LazyLock::new(|| Arc::new(Schema::new(vec![so("doc_id"), s("source_path"), i("line"), s("severity"), s("message")])));
+pub static DIAGNOSTICS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        so("doc_id"),
+        s("source_path"),
+        i("line"),
+        s("severity"),
+        s("message"),
+    ]))
+});
 
 /// `runs(run_id, started_at, finished_at, command, inputs, documents, units, edges, mentions, broken, diagnostics, seconds, ledger_version, schema_version)`.
 pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {

@@ -63,8 +63,12 @@ impl SqlSession {
         let ctx = SessionContext::new();
         for table in TABLES {
             let path = dir.join(format!("{table}.parquet"));
-            let path = path.to_str().ok_or_else(|| StoreError::NotAGraph { path: path.clone(), message: "path is not UTF-8".into() })?;
-            ctx.register_parquet(table, path, ParquetReadOptions::default()).await?;
+            let path = path.to_str().ok_or_else(|| StoreError::NotAGraph {
+                path: path.clone(),
+                message: "path is not UTF-8".into(),
+            })?;
+            ctx.register_parquet(table, path, ParquetReadOptions::default())
+                .await?;
         }
         for (name, sql) in VIEWS {
             ctx.sql(&format!("CREATE VIEW {name} AS {sql}")).await?;
@@ -92,7 +96,9 @@ pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<S
         OutputFormat::Csv => {
             let mut buf = Vec::new();
             {
-                let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut buf);
+                let mut w = arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(&mut buf);
                 for b in batches {
                     w.write(b)?;
                 }

@@ -1,6 +1,8 @@
 //! Writing a graph: Arrow batches from documents, Parquet files, atomic commit.
 
-use crate::schema::{DIAGNOSTICS, DOCUMENTS, EDGES, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES, UNITS};
+use crate::schema::{
+    DIAGNOSTICS, DOCUMENTS, EDGES, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES, UNITS,
+};
 use crate::{Result, io_err};
 use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::SchemaRef;
@@ -71,7 +73,10 @@ fn documents_batch(docs: &[&Document]) -> Result<RecordBatch> {
         vec![
             strings(docs.iter().map(|d| d.id.as_str())),
             strings(docs.iter().map(|d| d.path.as_str())),
-            strings(docs.iter().map(|d| d.format.map_or("unknown", |f| f.as_str()))),
+            strings(
+                docs.iter()
+                    .map(|d| d.format.map_or("unknown", |f| f.as_str())),
+            ),
             strings(docs.iter().map(|d| d.content_hash.as_str())),
             ints(docs.iter().map(|d| d.bytes as usize)),
             ints(docs.iter().map(|d| d.tokens())),
@@ -82,9 +87,21 @@ fn documents_batch(docs: &[&Document]) -> Result<RecordBatch> {
 }
 
 fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
-    let rows: Vec<(&Document, &ledger_core::Unit)> = docs.iter().flat_map(|d| d.units.iter().map(move |u| (*d, u))).collect();
+    let rows: Vec<(&Document, &ledger_core::Unit)> = docs
+        .iter()
+        .flat_map(|d| d.units.iter().map(move |u| (*d, u)))
+        .collect();
     let file = |d: &Document, f: usize| d.files.get(f).map_or("", String::as_str).to_string();
-    let paths: Vec<String> = rows.iter().map(|(d, u)| if u.kind == ledger_core::UnitKind::Document { d.path.clone() } else { file(d, u.file) }).collect();
+    let paths: Vec<String> = rows
+        .iter()
+        .map(|(d, u)| {
+            if u.kind == ledger_core::UnitKind::Document {
+                d.path.clone()
+            } else {
+                file(d, u.file)
+            }
+        })
+        .collect();
     batch(
         &UNITS,
         vec![
@@ -96,7 +113,10 @@ fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
             opt_strings(rows.iter().map(|(_, u)| u.label.as_deref())),
             opt_strings(rows.iter().map(|(_, u)| u.number.as_deref())),
             opt_strings(rows.iter().map(|(_, u)| u.title.as_deref())),
-            opt_strings(rows.iter().map(|(d, u)| u.parent.map(|p| d.units[p].id.as_str()))),
+            opt_strings(
+                rows.iter()
+                    .map(|(d, u)| u.parent.map(|p| d.units[p].id.as_str())),
+            ),
             ints(rows.iter().map(|(_, u)| u.ordinal)),
             strings(paths.iter().map(String::as_str)),
             ints(rows.iter().map(|(_, u)| u.start_byte)),
@@ -111,9 +131,18 @@ fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
 
 /// Every edge of the documents: CONTAINS and REFERENCES, sorted for byte-identical output.
 pub(crate) fn all_edges(docs: &[&Document]) -> Vec<Edge> {
-    let mut edges: Vec<Edge> = docs.iter().flat_map(|d| d.contains_edges().into_iter().chain(d.reference_edges())).collect();
+    let mut edges: Vec<Edge> = docs
+        .iter()
+        .flat_map(|d| d.contains_edges().into_iter().chain(d.reference_edges()))
+        .collect();
     edges.sort_by(|a, b| {
-        (&a.src_doc, &a.src_unit, a.kind, &a.dst_doc, &a.dst_unit).cmp(&(&b.src_doc, &b.src_unit, b.kind, &b.dst_doc, &b.dst_unit))
+        (&a.src_doc, &a.src_unit, a.kind, &a.dst_doc, &a.dst_unit).cmp(&(
+            &b.src_doc,
+            &b.src_unit,
+            b.kind,
+            &b.dst_doc,
+            &b.dst_unit,
+        ))
     });
     edges
 }
@@ -134,20 +163,29 @@ fn edges_batch(edges: &[Edge]) -> Result<RecordBatch> {
 }
 
 fn mentions_batch(docs: &[&Document]) -> Result<RecordBatch> {
-    let rows: Vec<(&Document, &ledger_core::Mention)> = docs.iter().flat_map(|d| d.mentions.iter().map(move |m| (*d, m))).collect();
+    let rows: Vec<(&Document, &ledger_core::Mention)> = docs
+        .iter()
+        .flat_map(|d| d.mentions.iter().map(move |m| (*d, m)))
+        .collect();
     let keys: Vec<String> = rows.iter().map(|(_, m)| m.key.to_string()).collect();
     let target = |m: &ledger_core::Mention| match &m.resolution {
         Resolution::Resolved { doc, unit } => (Some(doc.clone()), Some(unit.clone()), None),
-        Resolution::Broken { reason } | Resolution::Ambiguous { reason } => (None, None, Some(reason.clone())),
+        Resolution::Broken { reason } | Resolution::Ambiguous { reason } => {
+            (None, None, Some(reason.clone()))
+        }
         Resolution::Pending => (None, None, Some("not resolved".to_string())),
     };
-    let targets: Vec<(Option<String>, Option<String>, Option<String>)> = rows.iter().map(|(_, m)| target(m)).collect();
+    let targets: Vec<(Option<String>, Option<String>, Option<String>)> =
+        rows.iter().map(|(_, m)| target(m)).collect();
     batch(
         &MENTIONS,
         vec![
             strings(rows.iter().map(|(d, _)| d.id.as_str())),
             strings(rows.iter().map(|(d, m)| d.units[m.unit].id.as_str())),
-            strings(rows.iter().map(|(d, m)| d.files.get(m.file).map_or("", String::as_str))),
+            strings(
+                rows.iter()
+                    .map(|(d, m)| d.files.get(m.file).map_or("", String::as_str)),
+            ),
             ints(rows.iter().map(|(_, m)| m.line)),
             ints(rows.iter().map(|(_, m)| m.col)),
             ints(rows.iter().map(|(_, m)| m.start_byte)),
@@ -184,8 +222,15 @@ fn labels_batch(docs: &[&Document]) -> Result<RecordBatch> {
 }
 
 fn diagnostics_batch(docs: &[&Document], corpus: &[Diagnostic]) -> Result<RecordBatch> {
-    let rows: Vec<(Option<&str>, &Diagnostic)> =
-        corpus.iter().map(|d| (None, d)).chain(docs.iter().flat_map(|doc| doc.diagnostics.iter().map(move |d| (Some(doc.id.as_str()), d)))).collect();
+    let rows: Vec<(Option<&str>, &Diagnostic)> = corpus
+        .iter()
+        .map(|d| (None, d))
+        .chain(docs.iter().flat_map(|doc| {
+            doc.diagnostics
+                .iter()
+                .map(move |d| (Some(doc.id.as_str()), d))
+        }))
+        .collect();
     batch(
         &DIAGNOSTICS,
         vec![
@@ -204,7 +249,8 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 6]) -> Res
     if let Some(prev) = previous {
         let path = prev.join("runs.parquet");
         if let Ok(f) = File::open(&path) {
-            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
+                .build()?;
             for b in reader {
                 let b = b?;
                 if b.schema() == *RUNS {
@@ -244,7 +290,12 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 6]) -> Res
 ///
 /// Every table is written and synced in a temporary folder first; the `current` symlink is
 /// then replaced by a rename. A crash at any point leaves the previous version current.
-pub fn write_graph(graph: &Path, docs: &[Document], corpus_diagnostics: &[Diagnostic], run: &RunInfo) -> Result<Manifest> {
+pub fn write_graph(
+    graph: &Path,
+    docs: &[Document],
+    corpus_diagnostics: &[Diagnostic],
+    run: &RunInfo,
+) -> Result<Manifest> {
     let mut sorted: Vec<&Document> = docs.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
     let versions = graph.join("versions");
@@ -260,8 +311,17 @@ pub fn write_graph(graph: &Path, docs: &[Document], corpus_diagnostics: &[Diagno
     let result = (|| -> Result<Manifest> {
         let edges = all_edges(&sorted);
         let mentions: usize = sorted.iter().map(|d| d.mentions.len()).sum();
-        let broken: usize = sorted.iter().map(|d| d.mentions.iter().filter(|m| matches!(m.resolution, Resolution::Broken { .. })).count()).sum();
-        let diagnostics = corpus_diagnostics.len() + sorted.iter().map(|d| d.diagnostics.len()).sum::<usize>();
+        let broken: usize = sorted
+            .iter()
+            .map(|d| {
+                d.mentions
+                    .iter()
+                    .filter(|m| matches!(m.resolution, Resolution::Broken { .. }))
+                    .count()
+            })
+            .sum();
+        let diagnostics =
+            corpus_diagnostics.len() + sorted.iter().map(|d| d.diagnostics.len()).sum::<usize>();
         let units: usize = sorted.iter().map(|d| d.units.len()).sum();
         let tables: Vec<(&str, RecordBatch)> = vec![
             ("documents", documents_batch(&sorted)?),
@@ -269,8 +329,25 @@ pub fn write_graph(graph: &Path, docs: &[Document], corpus_diagnostics: &[Diagno
             ("edges", edges_batch(&edges)?),
             ("mentions", mentions_batch(&sorted)?),
             ("labels", labels_batch(&sorted)?),
-            ("diagnostics", diagnostics_batch(&sorted, corpus_diagnostics)?),
-            ("runs", runs_batch(previous.as_deref(), run, [sorted.len(), units, edges.len(), mentions, broken, diagnostics])?),
+            (
+                "diagnostics",
+                diagnostics_batch(&sorted, corpus_diagnostics)?,
+            ),
+            (
+                "runs",
+                runs_batch(
+                    previous.as_deref(),
+                    run,
+                    [
+                        sorted.len(),
+                        units,
+                        edges.len(),
+                        mentions,
+                        broken,
+                        diagnostics,
+                    ],
+                )?,
+            ),
         ];
         debug_assert_eq!(tables.iter().map(|t| t.0).collect::<Vec<_>>(), TABLES);
         let mut rows = BTreeMap::new();
@@ -303,7 +380,8 @@ pub fn write_graph(graph: &Path, docs: &[Document], corpus_diagnostics: &[Diagno
     // Swap the `current` symlink atomically.
     let link_tmp = graph.join(format!(".current-{}", std::process::id()));
     let _ = std::fs::remove_file(&link_tmp);
-    std::os::unix::fs::symlink(Path::new("versions").join(&name), &link_tmp).map_err(io_err(&link_tmp))?;
+    std::os::unix::fs::symlink(Path::new("versions").join(&name), &link_tmp)
+        .map_err(io_err(&link_tmp))?;
     let current = graph.join("current");
     std::fs::rename(&link_tmp, &current).map_err(io_err(&current))?;
     sync_dir(graph)?;
@@ -325,14 +403,23 @@ fn next_version(versions: &Path) -> Result<u64> {
 
 /// Removes versions other than the new and the previous one (readers may still hold the previous).
 fn prune(versions: &Path, previous: Option<&Path>, current: &Path) {
-    let Ok(entries) = std::fs::read_dir(versions) else { return };
-    let keep: Vec<PathBuf> = [Some(current), previous].into_iter().flatten().filter_map(|p| p.canonicalize().ok()).collect();
+    let Ok(entries) = std::fs::read_dir(versions) else {
+        return;
+    };
+    let keep: Vec<PathBuf> = [Some(current), previous]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
     for e in entries.flatten() {
         let p = e.path();
         let name = e.file_name();
         let name = name.to_string_lossy();
         let stale_tmp = name.starts_with(".tmp-");
-        let old = name.parse::<u64>().is_ok() && p.canonicalize().map(|c| !keep.contains(&c)).unwrap_or(false);
+        let old = name.parse::<u64>().is_ok()
+            && p.canonicalize()
+                .map(|c| !keep.contains(&c))
+                .unwrap_or(false);
         if old || (stale_tmp && !name.ends_with(&format!("-{}", std::process::id()))) {
             let _ = std::fs::remove_dir_all(&p);
         }
@@ -360,12 +447,16 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
 }
 
 /// The current UTC time as RFC 3339 (`2026-12-02T12:00:00Z`).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     rfc3339(secs)
 }
 
@@ -382,7 +473,12 @@ pub fn rfc3339(secs: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]

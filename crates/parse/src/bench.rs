@@ -1,0 +1,86 @@
+//! Parse + reference-extraction throughput: one thread against all cores, with and without
+//! token counting, measured in the same run (one thread is the baseline of the ratios).
+
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// One measured configuration.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// What was measured.
+    pub label: String,
+    /// Threads used.
+    pub threads: usize,
+    /// Best wall-clock seconds over the passes.
+    pub seconds: f64,
+    /// Megabytes per second (10^6 bytes).
+    pub mb_per_s: f64,
+    /// Speed relative to the one-thread row of the same kind.
+    pub ratio: f64,
+}
+
+/// Parses the corpora under `paths` `repeat` times per configuration and returns the table.
+pub fn parse_throughput(paths: &[PathBuf], repeat: usize) -> (u64, usize, Vec<Row>) {
+    let (sources, _) = crate::discover(paths);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let tokenizer = crate::Tokenizer::cl100k();
+    tokenizer.count("warm up the BPE tables");
+    let mut rows: Vec<Row> = Vec::new();
+    let mut bytes = 0u64;
+    for (label, threads, tokens) in [
+        ("parse + refs", 1, false),
+        ("parse + refs", cores, false),
+        ("parse + refs + cl100k tokens", 1, true),
+        ("parse + refs + cl100k tokens", cores, true),
+    ] {
+        let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
+            continue;
+        };
+        let mut best = f64::INFINITY;
+        for _ in 0..repeat.max(1) {
+            let start = Instant::now();
+            let docs: Vec<ledger_core::Document> = pool.install(|| {
+                let mut docs: Vec<_> = sources
+                    .par_iter()
+                    .map(|s| crate::parse(s, tokens.then_some(&tokenizer)))
+                    .collect();
+                crate::resolve_corpus(&mut docs);
+                docs
+            });
+            best = best.min(start.elapsed().as_secs_f64());
+            bytes = docs.iter().map(|d| d.bytes).sum();
+        }
+        let mb_per_s = bytes as f64 / 1e6 / best;
+        let base = rows
+            .iter()
+            .find(|r| r.label == label && r.threads == 1)
+            .map_or(mb_per_s, |r| r.mb_per_s);
+        rows.push(Row {
+            label: label.into(),
+            threads,
+            seconds: best,
+            mb_per_s,
+            ratio: mb_per_s / base,
+        });
+    }
+    (bytes, sources.len(), rows)
+}
+
+/// The table as Markdown.
+pub fn markdown(bytes: u64, documents: usize, repeat: usize, rows: &[Row]) -> String {
+    let mut s = format!(
+        "corpus: {documents} documents, {:.2} MB; best of {repeat} passes\n\n",
+        bytes as f64 / 1e6
+    );
+    s.push_str(
+        "| configuration | threads | seconds | MB/s | vs 1 thread |\n|---|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {:.1} | {:.2}x |\n",
+            r.label, r.threads, r.seconds, r.mb_per_s, r.ratio
+        ));
+    }
+    s
+}

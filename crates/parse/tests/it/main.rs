@@ -1,0 +1,40 @@
+//! Integration tests of ledger-parse on real corpora, bad input and arbitrary input (one binary).
+
+mod bad_input;
+mod corpora;
+mod props;
+
+use std::path::PathBuf;
+
+/// The shared corpora: `LEDGER_CORPORA`, else `../shared/corpora` beside the checkout.
+/// Missing corpora fail the test: a skipped test must not pass for a green one.
+pub fn corpora() -> PathBuf {
+    let dir = std::env::var_os("LEDGER_CORPORA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
+        });
+    assert!(
+        dir.join("README.md").is_file(),
+        "shared corpora not found at {} (set LEDGER_CORPORA)",
+        dir.display()
+    );
+    dir
+}
+
+/// The bundled datasets of the repository.
+pub fn datasets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
+}
+
+/// Parses and resolves every document under `dir`.
+pub fn parse_dir(dir: &std::path::Path) -> Vec<ledger_core::Document> {
+    let (sources, diags) = ledger_parse::discover(&[dir.to_path_buf()]);
+    assert!(diags.is_empty(), "discovery problems: {diags:?}");
+    let mut docs: Vec<_> = sources
+        .iter()
+        .map(|s| ledger_parse::parse(s, None))
+        .collect();
+    ledger_parse::resolve_corpus(&mut docs);
+    docs
+}
