@@ -231,8 +231,19 @@ impl Builder {
     fn assign_ids(&mut self) {
         let mut taken: BTreeMap<String, usize> = BTreeMap::new();
         taken.insert("doc".into(), 0);
-        // Labels first, so a generated id never steals a label.
+        // Ids the parser fixed (bibliography entries: `bib:KEY`) first, then labels, so a generated id never steals either.
         for i in 1..self.doc.units.len() {
+            let id = &self.doc.units[i].id;
+            if !id.is_empty() && taken.insert(id.clone(), i).is_some() {
+                let dup = format!("{id}~{i}");
+                self.doc.units[i].id = dup.clone();
+                taken.insert(dup, i);
+            }
+        }
+        for i in 1..self.doc.units.len() {
+            if !self.doc.units[i].id.is_empty() {
+                continue;
+            }
             if let Some(l) = self.doc.units[i].label.clone() {
                 if !taken.contains_key(&l) {
                     taken.insert(l.clone(), i);

@@ -1,0 +1,96 @@
+//! Integration tests of the store: real Parquet files written, committed and queried with SQL.
+
+use arrow::array::{Array, Int64Array};
+use ledger_core::Document;
+use ledger_store::{RunInfo, SqlSession, write_graph};
+use std::path::{Path, PathBuf};
+
+fn datasets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
+}
+
+fn docs() -> Vec<Document> {
+    let (sources, _) = ledger_parse::discover(&[datasets().join("paper-equational-theories")]);
+    let tok = ledger_parse::Tokenizer::cl100k();
+    let mut docs: Vec<_> = sources.iter().map(|s| ledger_parse::parse(s, Some(&tok))).collect();
+    ledger_parse::resolve_corpus(&mut docs);
+    docs
+}
+
+fn run() -> RunInfo {
+    RunInfo { started_at: ledger_store::now_rfc3339(), command: "test".into(), inputs: "datasets".into(), seconds: 0.1 }
+}
+
+async fn count(session: &SqlSession, sql: &str) -> i64 {
+    let batches = session.query(sql).await.expect("query runs");
+    let col = batches[0].column(0).as_any().downcast_ref::<Int64Array>().expect("an integer column").clone();
+    col.value(0)
+}
+
+#[tokio::test]
+async fn graph_round_trips_through_parquet_and_sql() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = docs();
+    let manifest = write_graph(dir.path(), &docs, &[], &run()).expect("write");
+    let session = SqlSession::open(dir.path()).await.expect("open");
+    let units: usize = docs.iter().map(|d| d.units.len()).sum();
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM units").await as usize, units);
+    assert_eq!(manifest.rows["units"], units);
+    let refs: usize = docs.iter().map(|d| d.reference_edges().len()).sum();
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM edges WHERE kind = 'REFERENCES'").await as usize, refs);
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM edges WHERE kind = 'CONTAINS'").await as usize, units - docs.len());
+    // Every REFERENCES edge points at a unit that exists; every CONTAINS child has exactly one parent.
+    let dangling = count(
+        &session,
+        "SELECT COUNT(*) FROM edges e LEFT JOIN units u ON u.doc_id = e.dst_doc AND u.unit_id = e.dst_unit WHERE u.unit_id IS NULL",
+    )
+    .await;
+    assert_eq!(dangling, 0);
+    let broken: usize = docs.iter().flat_map(|d| &d.mentions).filter(|m| m.resolution.status() == "broken").count();
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM broken_references").await as usize, broken);
+    assert!(count(&session, "SELECT COUNT(*) FROM unit_degrees WHERE references_in > 0").await > 10);
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM runs").await, 1);
+}
+
+#[tokio::test]
+async fn commits_are_versioned_deterministic_and_atomic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = docs();
+    write_graph(dir.path(), &docs, &[], &run()).expect("first write");
+    let v1 = std::fs::read(dir.path().join("current/units.parquet")).expect("v1 units");
+    // A crash mid-write leaves a temporary folder behind: readers still see version 1.
+    let stray = dir.path().join("versions/.tmp-000002-4242");
+    std::fs::create_dir_all(&stray).expect("stray");
+    std::fs::write(stray.join("units.parquet"), b"partial").expect("partial file");
+    let session = SqlSession::open(dir.path()).await.expect("open v1");
+    assert!(count(&session, "SELECT COUNT(*) FROM units").await > 0);
+    let m2 = write_graph(dir.path(), &docs, &[], &run()).expect("second write");
+    assert_eq!(m2.version, 2);
+    let v2 = std::fs::read(dir.path().join("current/units.parquet")).expect("v2 units");
+    assert_eq!(v1, v2, "same input gives byte-identical Parquet");
+    assert!(!stray.exists(), "the stray temporary folder is cleaned up");
+    let session = SqlSession::open(dir.path()).await.expect("open v2");
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM runs").await, 2, "runs accumulate across versions");
+    // Only the current and the previous version are kept.
+    write_graph(dir.path(), &docs, &[], &run()).expect("third write");
+    let mut versions: Vec<String> = std::fs::read_dir(dir.path().join("versions")).expect("ls").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    versions.sort();
+    assert_eq!(versions, ["000002", "000003"]);
+}
+
+#[tokio::test]
+async fn a_folder_that_is_not_a_graph_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = SqlSession::open(dir.path()).await.err().expect("not a graph");
+    assert!(err.to_string().contains("not a LEDGER graph"), "{err}");
+    assert!(SqlSession::open(Path::new("/nonexistent/graph")).await.is_err());
+}
+
+#[tokio::test]
+async fn bad_sql_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_graph(dir.path(), &docs(), &[], &run()).expect("write");
+    let session = SqlSession::open(dir.path()).await.expect("open");
+    assert!(session.query("SELECT nope FROM units").await.is_err());
+    assert!(session.query("SELEC").await.is_err());
+}
