@@ -193,13 +193,15 @@ impl Builder {
             if let Some(t) = self.texts.get(u.file) {
                 u.line = line_col(t, &self.line_starts[u.file], u.start_byte).0;
             }
-            if u.kind != UnitKind::Document && u.kind != UnitKind::Section && u.text.is_empty() {
-                if let Some(t) = self.texts.get(u.file) {
-                    u.text = t
-                        .get(u.start_byte..u.end_byte)
-                        .unwrap_or_default()
-                        .to_string();
-                }
+            if u.kind != UnitKind::Document
+                && u.kind != UnitKind::Section
+                && u.text.is_empty()
+                && let Some(t) = self.texts.get(u.file)
+            {
+                u.text = t
+                    .get(u.start_byte..u.end_byte)
+                    .unwrap_or_default()
+                    .to_string();
             }
             if u.kind == UnitKind::Section && u.text.is_empty() {
                 u.text = u.title.clone().unwrap_or_default();
@@ -244,11 +246,11 @@ impl Builder {
             if !self.doc.units[i].id.is_empty() {
                 continue;
             }
-            if let Some(l) = self.doc.units[i].label.clone() {
-                if !taken.contains_key(&l) {
-                    taken.insert(l.clone(), i);
-                    self.doc.units[i].id = l;
-                }
+            if let Some(l) = self.doc.units[i].label.clone()
+                && !taken.contains_key(&l)
+            {
+                taken.insert(l.clone(), i);
+                self.doc.units[i].id = l;
             }
         }
         let mut child_counts: HashMap<(usize, &'static str), usize> = HashMap::new();
@@ -362,13 +364,14 @@ fn line_col(text: &str, line_starts: &[usize], byte: usize) -> (usize, usize) {
 pub(crate) fn own_ranges(units: &[Unit], file: usize) -> Vec<(usize, usize, usize)> {
     let mut children: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
     for u in units {
-        if let Some(p) = u.parent {
-            if u.file == file && units[p].file == file {
-                children
-                    .entry(p)
-                    .or_default()
-                    .push((u.start_byte, u.end_byte));
-            }
+        if let Some(p) = u.parent
+            && u.file == file
+            && units[p].file == file
+        {
+            children
+                .entry(p)
+                .or_default()
+                .push((u.start_byte, u.end_byte));
         }
     }
     let mut out = Vec::new();

@@ -216,7 +216,7 @@ impl Latex {
                     while j < n && (bytes[j] == b' ' || bytes[j] == b'\t' || bytes[j] == b'\r') {
                         j += 1;
                     }
-                    if j < n && bytes[j] == b'\n' || j >= n {
+                    if j >= n || bytes[j] == b'\n' {
                         self.close_paragraph();
                     }
                     i += 1;
@@ -374,47 +374,47 @@ impl Latex {
             "newtheorem" => self.newtheorem(file, text, i, after_star, starred),
             "declaretheorem" => self.declaretheorem(text, after_star),
             "newaliascnt" => {
-                if let (Some((a, e1)), true) = (arg(text, j), true) {
-                    if let Some((bname, e2)) = arg(text, e1) {
-                        self.counters.alias(a.trim(), bname.trim());
-                        return e2;
-                    }
+                if let (Some((a, e1)), true) = (arg(text, j), true)
+                    && let Some((bname, e2)) = arg(text, e1)
+                {
+                    self.counters.alias(a.trim(), bname.trim());
+                    return e2;
                 }
                 j
             }
             "let" => self.let_counter(text, j),
             "numberwithin" | "counterwithin" => {
                 let o = skip_opt(text, after_star);
-                if let Some((a, e1)) = arg(text, o) {
-                    if let Some((w, e2)) = arg(text, e1) {
-                        self.counters.set_within(a.trim(), Some(w.trim()));
-                        return e2;
-                    }
+                if let Some((a, e1)) = arg(text, o)
+                    && let Some((w, e2)) = arg(text, e1)
+                {
+                    self.counters.set_within(a.trim(), Some(w.trim()));
+                    return e2;
                 }
                 j
             }
             "counterwithout" => {
                 let o = skip_opt(text, after_star);
-                if let Some((a, e1)) = arg(text, o) {
-                    if let Some((_, e2)) = arg(text, e1) {
-                        self.counters.set_within(a.trim(), None);
-                        return e2;
-                    }
+                if let Some((a, e1)) = arg(text, o)
+                    && let Some((_, e2)) = arg(text, e1)
+                {
+                    self.counters.set_within(a.trim(), None);
+                    return e2;
                 }
                 j
             }
             "setcounter" => {
-                if let Some((a, e1)) = arg(text, j) {
-                    if let Some((v, e2)) = arg(text, e1) {
-                        if let Ok(v) = v.trim().parse::<i64>() {
-                            if a.trim() == "secnumdepth" {
-                                self.secnumdepth = v as i32;
-                            } else {
-                                self.counters.set_value(a.trim(), v);
-                            }
+                if let Some((a, e1)) = arg(text, j)
+                    && let Some((v, e2)) = arg(text, e1)
+                {
+                    if let Ok(v) = v.trim().parse::<i64>() {
+                        if a.trim() == "secnumdepth" {
+                            self.secnumdepth = v as i32;
+                        } else {
+                            self.counters.set_value(a.trim(), v);
                         }
-                        return e2;
                     }
+                    return e2;
                 }
                 j
             }
@@ -567,12 +567,12 @@ impl Latex {
             | "notready"
             | "discussion"
             | "proves" => {
-                if name == "newcounter" {
-                    if let Some((c, e1)) = arg(text, j) {
-                        let (w, e2) = opt(text, e1);
-                        self.counters.define(c.trim(), w.as_deref().map(str::trim));
-                        return e2;
-                    }
+                if name == "newcounter"
+                    && let Some((c, e1)) = arg(text, j)
+                {
+                    let (w, e2) = opt(text, e1);
+                    self.counters.define(c.trim(), w.as_deref().map(str::trim));
+                    return e2;
                 }
                 let mut k = skip_opt(text, after_star);
                 if takes_arg(name) {
@@ -676,14 +676,11 @@ impl Latex {
                 break;
             }
         }
+        // In a book's front and back matter only chapters go unnumbered (as LaTeX's \@mainmatterfalse).
         let numbered = !starred
             && !matches!(name, "addchap" | "addsec")
             && level <= self.secnumdepth
-            && !(level == 0 && !self.numbered_chapters)
-            && !(level > 0
-                && self.with_chapters
-                && !self.numbered_chapters
-                && self.sections.iter().all(|s| s.0 > 0));
+            && (level != 0 || self.numbered_chapters);
         let parent = self.sections.last().map_or(0, |s| s.1);
         let unit = self
             .b
@@ -1595,13 +1592,13 @@ impl Latex {
         let mut args: Vec<String> = Vec::new();
         let mut k = j;
         for p in 0..m.params {
-            if p == 0 {
-                if let Some(default) = &m.optional {
-                    let (o, e) = opt(text, k);
-                    args.push(o.unwrap_or_else(|| default.clone()));
-                    k = e;
-                    continue;
-                }
+            if p == 0
+                && let Some(default) = &m.optional
+            {
+                let (o, e) = opt(text, k);
+                args.push(o.unwrap_or_else(|| default.clone()));
+                k = e;
+                continue;
             }
             match arg(text, k) {
                 Some((a, e)) => {
@@ -1645,7 +1642,7 @@ impl Latex {
         for l in labels {
             self.attach_label(file, i, &l);
         }
-        if self.in_body && refs_in(&body).iter().next().is_some() {
+        if self.in_body && !refs_in(&body).is_empty() {
             self.mark_text(file, i);
             let unit = self.current_unit();
             for (kind, key) in refs_in(&body) {
@@ -1690,11 +1687,11 @@ impl Latex {
         // \crefrange{a}{b} takes two labels.
         let mut end = end;
         let mut all = vec![(keys.to_string(), o)];
-        if text[i..after].contains("range") {
-            if let Some((k2, e2)) = arg(text, end) {
-                all.push((k2.to_string(), end));
-                end = e2;
-            }
+        if text[i..after].contains("range")
+            && let Some((k2, e2)) = arg(text, end)
+        {
+            all.push((k2.to_string(), end));
+            end = e2;
         }
         if !self.in_body {
             return end;
@@ -2013,7 +2010,7 @@ fn takes_arg(name: &str) -> bool {
             | "mathlibok"
             | "notready"
             | "printindex"
-    ) && !(name == "printbibliography")
+    ) && (name != "printbibliography")
 }
 
 /// The reference commands in a macro expansion, with the label each names.

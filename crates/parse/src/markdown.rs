@@ -252,10 +252,10 @@ fn parse_into(
                 if let Tag::Heading { id, .. } = &tag {
                     heading_title = Some((String::new(), id.as_ref().map(|s| s.to_string())));
                 }
-                if let Tag::Link { dest_url, .. } = &tag {
-                    if let Some(unit) = block {
-                        p.link(&text, unit, dest_url, range.clone());
-                    }
+                if let Tag::Link { dest_url, .. } = &tag
+                    && let Some(unit) = block
+                {
+                    p.link(&text, unit, dest_url, range.clone());
                 }
                 if let Tag::CodeBlock(_) = &tag {
                     skipped.push((range.start, range.end));

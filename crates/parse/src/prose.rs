@@ -111,19 +111,19 @@ pub fn find(text: &str) -> Vec<ProseMention> {
                 continue;
             }
             // "sections 3-9": a hyphen between integers is a range for sections, chapters and parts.
-            if matches!(fam, "section" | "chapter" | "part") {
-                if let Some((a, b)) = number.split_once('-') {
-                    if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() {
-                        let first = a.to_string();
-                        numbers.push((s, s + a.len(), first.clone()));
-                        for mid in range_between(&first, b) {
-                            numbers.push((s, e, mid));
-                        }
-                        numbers.push((s + a.len() + 1, e, b.to_string()));
-                        prev_end = Some(e);
-                        continue;
-                    }
+            if matches!(fam, "section" | "chapter" | "part")
+                && let Some((a, b)) = number.split_once('-')
+                && a.parse::<u32>().is_ok()
+                && b.parse::<u32>().is_ok()
+            {
+                let first = a.to_string();
+                numbers.push((s, s + a.len(), first.clone()));
+                for mid in range_between(&first, b) {
+                    numbers.push((s, e, mid));
                 }
+                numbers.push((s + a.len() + 1, e, b.to_string()));
+                prev_end = Some(e);
+                continue;
             }
             if fam != "appendix"
                 && number.chars().all(|c| c.is_ascii_uppercase())
@@ -136,15 +136,14 @@ pub fn find(text: &str) -> Vec<ProseMention> {
             // A range "3–5" expands to 3, 4, 5 when both ends are plain integers with the same prefix.
             if let Some(pe) = prev_end {
                 let between = &text[pe..s];
-                if between.contains('–')
+                if (between.contains('–')
                     || between.contains("--")
                     || between.contains("to")
-                    || between.contains("through")
+                    || between.contains("through"))
+                    && let Some((prev_s, _, prev_num)) = numbers.last().cloned()
                 {
-                    if let Some((prev_s, _, prev_num)) = numbers.last().cloned() {
-                        for mid in range_between(&prev_num, &number) {
-                            numbers.push((prev_s, e, mid));
-                        }
+                    for mid in range_between(&prev_num, &number) {
+                        numbers.push((prev_s, e, mid));
                     }
                 }
             }
@@ -167,10 +166,10 @@ pub fn find(text: &str) -> Vec<ProseMention> {
 /// Strips parentheses and a sub-figure letter: "(3.1)" → "3.1", "5(a)" → "5".
 fn normalise(raw: &str, family: &str) -> String {
     let mut s = raw.trim();
-    if let Some(idx) = s.find("(") {
-        if idx > 0 {
-            s = &s[..idx];
-        }
+    if let Some(idx) = s.find("(")
+        && idx > 0
+    {
+        s = &s[..idx];
     }
     let s = s.trim_start_matches('(').trim_end_matches(')');
     let _ = family;

@@ -105,14 +105,13 @@ fn by_anchor(doc: &Document, ix: &Index, file: &str, anchor: &str) -> Resolution
     }
     if anchor.is_empty() {
         // A file with no heading: the link names the document's part for that file, if any unit is in it.
-        if let Some(i) = doc.files.iter().position(|f| f.ends_with(file)) {
-            if let Some(u) = doc
+        if let Some(i) = doc.files.iter().position(|f| f.ends_with(file))
+            && let Some(u) = doc
                 .units
                 .iter()
                 .position(|u| u.file == i && u.kind != UnitKind::Document)
-            {
-                return resolved(doc, u);
-            }
+        {
+            return resolved(doc, u);
         }
         return Resolution::Broken {
             reason: format!("no file `{file}` in this document"),

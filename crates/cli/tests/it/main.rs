@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn ledger(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ledger")).args(args).env_remove("LEDGER_CONFIG").output().expect("ledger runs")
+    Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args(args)
+        .env_remove("LEDGER_CONFIG")
+        .output()
+        .expect("ledger runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -17,14 +21,29 @@ fn root() -> PathBuf {
 }
 
 fn corpora() -> PathBuf {
-    let dir = std::env::var_os("LEDGER_CORPORA").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/corpora"));
-    assert!(dir.join("README.md").is_file(), "shared corpora not found at {}", dir.display());
+    let dir = std::env::var_os("LEDGER_CORPORA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared/corpora"));
+    assert!(
+        dir.join("README.md").is_file(),
+        "shared corpora not found at {}",
+        dir.display()
+    );
     dir
 }
 
 fn index(out: &Path) -> Output {
-    let o = ledger(&["index", root().join("datasets").to_str().expect("utf8"), "--out", out.to_str().expect("utf8")]);
-    assert!(o.status.success(), "index failed: {}", String::from_utf8_lossy(&o.stderr));
+    let o = ledger(&[
+        "index",
+        root().join("datasets").to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(
+        o.status.success(),
+        "index failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     o
 }
 
@@ -37,20 +56,46 @@ fn index_then_sql_on_the_bundled_datasets() {
     // Two LaTeX papers and the folder's README.md.
     assert!(summary.contains("documents: 3"), "{summary}");
     assert!(summary.contains("REFERENCES"), "{summary}");
-    let o = ledger(&["sql", "--graph", graph.to_str().expect("utf8"), "--format", "json", "SELECT kind, COUNT(*) AS n FROM units GROUP BY kind ORDER BY kind"]);
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        graph.to_str().expect("utf8"),
+        "--format",
+        "json",
+        "SELECT kind, COUNT(*) AS n FROM units GROUP BY kind ORDER BY kind",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
-    let theorems = rows.as_array().expect("array").iter().find(|r| r["kind"] == "theorem").expect("theorem row");
+    let theorems = rows
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|r| r["kind"] == "theorem")
+        .expect("theorem row");
     assert!(theorems["n"].as_i64().expect("count") >= 34);
     // The configured output format comes from the environment when no flag is given.
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args(["sql", "--graph", graph.to_str().expect("utf8"), "SELECT COUNT(*) AS n FROM broken_references"])
+        .args([
+            "sql",
+            "--graph",
+            graph.to_str().expect("utf8"),
+            "SELECT COUNT(*) AS n FROM broken_references",
+        ])
         .env("LEDGER_SQL_FORMAT", "csv")
         .output()
         .expect("runs");
-    assert!(stdout(&o).starts_with("n\n"), "csv header expected: {}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("n\n"),
+        "csv header expected: {}",
+        stdout(&o)
+    );
     // Bad SQL: a clear error and exit code 2, no panic.
-    let o = ledger(&["sql", "--graph", graph.to_str().expect("utf8"), "SELECT nope FROM units"]);
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        graph.to_str().expect("utf8"),
+        "SELECT nope FROM units",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("error:"));
 }
@@ -66,47 +111,95 @@ fn verify_reports_broken_references_like_a_linter() {
     let o = ledger(&["verify", dir.path().to_str().expect("utf8")]);
     assert_eq!(o.status.code(), Some(1), "broken reference fails the check");
     let out = stdout(&o);
-    assert!(out.contains("a.tex:4:21: error: broken reference `\\ref{sec:missing}`"), "{out}");
-    assert!(!out.contains("sec:a`"), "resolved references are not reported: {out}");
+    assert!(
+        out.contains("a.tex:4:21: error: broken reference `\\ref{sec:missing}`"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("sec:a`"),
+        "resolved references are not reported: {out}"
+    );
     std::fs::write(dir.path().join("a.tex"), "\\documentclass{article}\n\\begin{document}\n\\section{A}\\label{sec:a}\nSee \\ref{sec:a}.\n\\end{document}\n")
         .expect("write");
-    assert_eq!(ledger(&["verify", dir.path().to_str().expect("utf8")]).status.code(), Some(0));
+    assert_eq!(
+        ledger(&["verify", dir.path().to_str().expect("utf8")])
+            .status
+            .code(),
+        Some(0)
+    );
 }
 
 #[test]
 fn verify_rust_book_reports_missing_includes_without_failing() {
-    let o = ledger(&["verify", corpora().join("rust-book").to_str().expect("utf8")]);
+    let o = ledger(&[
+        "verify",
+        corpora().join("rust-book").to_str().expect("utf8"),
+    ]);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    let missing = out.lines().filter(|l| l.contains(": warning: {{#") && l.contains("not found")).count();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let missing = out
+        .lines()
+        .filter(|l| l.contains(": warning: {{#") && l.contains("not found"))
+        .count();
     assert!(missing >= 600, "{missing} missing-include warnings");
 }
 
 #[test]
 fn parquet_tables_read_as_they_are_in_pyarrow_and_duckdb() {
     let required = std::env::var("LEDGER_REQUIRE_PYTHON").is_ok_and(|v| v == "1");
-    let probe = Command::new("python3").args(["-c", "import pyarrow, duckdb"]).output();
+    let probe = Command::new("python3")
+        .args(["-c", "import pyarrow, duckdb"])
+        .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        assert!(!required, "LEDGER_REQUIRE_PYTHON=1 but python3 with pyarrow and duckdb is missing");
-        eprintln!("skipped: python3 with pyarrow and duckdb not installed (CI installs them and sets LEDGER_REQUIRE_PYTHON=1)");
+        assert!(
+            !required,
+            "LEDGER_REQUIRE_PYTHON=1 but python3 with pyarrow and duckdb is missing"
+        );
+        eprintln!(
+            "skipped: python3 with pyarrow and duckdb not installed (CI installs them and sets LEDGER_REQUIRE_PYTHON=1)"
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let graph = dir.path().join("graph");
     index(&graph);
-    let o = ledger(&["sql", "--graph", graph.to_str().expect("utf8"), "--format", "csv", "SELECT COUNT(*) AS n FROM units"]);
-    let expected: i64 = stdout(&o).lines().nth(1).expect("a row").trim().parse().expect("a count");
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        graph.to_str().expect("utf8"),
+        "--format",
+        "csv",
+        "SELECT COUNT(*) AS n FROM units",
+    ]);
+    let expected: i64 = stdout(&o)
+        .lines()
+        .nth(1)
+        .expect("a row")
+        .trim()
+        .parse()
+        .expect("a count");
     let script = r#"
 import sys, pyarrow.parquet as pq, duckdb
 g = sys.argv[1] + "/current/"
 t = pq.read_table(g + "units.parquet")
-d = duckdb.sql(f"SELECT COUNT(*) FROM '{g}units.parquet'").fetchone()[0]
-e = duckdb.sql(f"SELECT COUNT(*) FROM '{g}edges.parquet' WHERE kind = 'REFERENCES'").fetchone()[0]
+d = duckdb.sql(f"SELECT COUNT(*) FROM '{g}units.parquet'").fetchall()[0][0]
+e = duckdb.sql(f"SELECT COUNT(*) FROM '{g}edges.parquet' WHERE kind = 'REFERENCES'").fetchall()[0][0]
 print(t.num_rows, d, e)
 "#;
-    let o = Command::new("python3").args(["-c", script, graph.to_str().expect("utf8")]).output().expect("python runs");
+    let o = Command::new("python3")
+        .args(["-c", script, graph.to_str().expect("utf8")])
+        .output()
+        .expect("python runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let nums: Vec<i64> = stdout(&o).split_whitespace().map(|x| x.parse().expect("number")).collect();
+    let nums: Vec<i64> = stdout(&o)
+        .split_whitespace()
+        .map(|x| x.parse().expect("number"))
+        .collect();
     assert_eq!(nums[0], expected);
     assert_eq!(nums[1], expected);
     assert!(nums[2] > 100);

@@ -12,18 +12,31 @@ fn datasets() -> PathBuf {
 fn docs() -> Vec<Document> {
     let (sources, _) = ledger_parse::discover(&[datasets().join("paper-equational-theories")]);
     let tok = ledger_parse::Tokenizer::cl100k();
-    let mut docs: Vec<_> = sources.iter().map(|s| ledger_parse::parse(s, Some(&tok))).collect();
+    let mut docs: Vec<_> = sources
+        .iter()
+        .map(|s| ledger_parse::parse(s, Some(&tok)))
+        .collect();
     ledger_parse::resolve_corpus(&mut docs);
     docs
 }
 
 fn run() -> RunInfo {
-    RunInfo { started_at: ledger_store::now_rfc3339(), command: "test".into(), inputs: "datasets".into(), seconds: 0.1 }
+    RunInfo {
+        started_at: ledger_store::now_rfc3339(),
+        command: "test".into(),
+        inputs: "datasets".into(),
+        seconds: 0.1,
+    }
 }
 
 async fn count(session: &SqlSession, sql: &str) -> i64 {
     let batches = session.query(sql).await.expect("query runs");
-    let col = batches[0].column(0).as_any().downcast_ref::<Int64Array>().expect("an integer column").clone();
+    let col = batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .expect("an integer column")
+        .clone();
     col.value(0)
 }
 
@@ -34,11 +47,28 @@ async fn graph_round_trips_through_parquet_and_sql() {
     let manifest = write_graph(dir.path(), &docs, &[], &run()).expect("write");
     let session = SqlSession::open(dir.path()).await.expect("open");
     let units: usize = docs.iter().map(|d| d.units.len()).sum();
-    assert_eq!(count(&session, "SELECT COUNT(*) FROM units").await as usize, units);
+    assert_eq!(
+        count(&session, "SELECT COUNT(*) FROM units").await as usize,
+        units
+    );
     assert_eq!(manifest.rows["units"], units);
     let refs: usize = docs.iter().map(|d| d.reference_edges().len()).sum();
-    assert_eq!(count(&session, "SELECT COUNT(*) FROM edges WHERE kind = 'REFERENCES'").await as usize, refs);
-    assert_eq!(count(&session, "SELECT COUNT(*) FROM edges WHERE kind = 'CONTAINS'").await as usize, units - docs.len());
+    assert_eq!(
+        count(
+            &session,
+            "SELECT COUNT(*) FROM edges WHERE kind = 'REFERENCES'"
+        )
+        .await as usize,
+        refs
+    );
+    assert_eq!(
+        count(
+            &session,
+            "SELECT COUNT(*) FROM edges WHERE kind = 'CONTAINS'"
+        )
+        .await as usize,
+        units - docs.len()
+    );
     // Every REFERENCES edge points at a unit that exists; every CONTAINS child has exactly one parent.
     let dangling = count(
         &session,
@@ -46,9 +76,23 @@ async fn graph_round_trips_through_parquet_and_sql() {
     )
     .await;
     assert_eq!(dangling, 0);
-    let broken: usize = docs.iter().flat_map(|d| &d.mentions).filter(|m| m.resolution.status() == "broken").count();
-    assert_eq!(count(&session, "SELECT COUNT(*) FROM broken_references").await as usize, broken);
-    assert!(count(&session, "SELECT COUNT(*) FROM unit_degrees WHERE references_in > 0").await > 10);
+    let broken: usize = docs
+        .iter()
+        .flat_map(|d| &d.mentions)
+        .filter(|m| m.resolution.status() == "broken")
+        .count();
+    assert_eq!(
+        count(&session, "SELECT COUNT(*) FROM broken_references").await as usize,
+        broken
+    );
+    assert!(
+        count(
+            &session,
+            "SELECT COUNT(*) FROM unit_degrees WHERE references_in > 0"
+        )
+        .await
+            > 10
+    );
     assert_eq!(count(&session, "SELECT COUNT(*) FROM runs").await, 1);
 }
 
@@ -70,10 +114,18 @@ async fn commits_are_versioned_deterministic_and_atomic() {
     assert_eq!(v1, v2, "same input gives byte-identical Parquet");
     assert!(!stray.exists(), "the stray temporary folder is cleaned up");
     let session = SqlSession::open(dir.path()).await.expect("open v2");
-    assert_eq!(count(&session, "SELECT COUNT(*) FROM runs").await, 2, "runs accumulate across versions");
+    assert_eq!(
+        count(&session, "SELECT COUNT(*) FROM runs").await,
+        2,
+        "runs accumulate across versions"
+    );
     // Only the current and the previous version are kept.
     write_graph(dir.path(), &docs, &[], &run()).expect("third write");
-    let mut versions: Vec<String> = std::fs::read_dir(dir.path().join("versions")).expect("ls").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut versions: Vec<String> = std::fs::read_dir(dir.path().join("versions"))
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     versions.sort();
     assert_eq!(versions, ["000002", "000003"]);
 }
@@ -81,9 +133,16 @@ async fn commits_are_versioned_deterministic_and_atomic() {
 #[tokio::test]
 async fn a_folder_that_is_not_a_graph_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let err = SqlSession::open(dir.path()).await.err().expect("not a graph");
+    let err = SqlSession::open(dir.path())
+        .await
+        .err()
+        .expect("not a graph");
     assert!(err.to_string().contains("not a LEDGER graph"), "{err}");
-    assert!(SqlSession::open(Path::new("/nonexistent/graph")).await.is_err());
+    assert!(
+        SqlSession::open(Path::new("/nonexistent/graph"))
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
