@@ -15,14 +15,22 @@ pub enum Which {
         /// Passes over the corpus per configuration (the best pass counts).
         #[arg(long, default_value_t = 3)]
         repeat: usize,
+        /// Leave out the rows with cl100k token counting.
+        #[arg(long)]
+        no_tokens: bool,
     },
 }
 
 /// Runs a benchmark and prints its table.
 pub fn run(which: Which) -> Result<()> {
     match which {
-        Which::Parse { paths, repeat } => {
-            let (bytes, docs, rows) = ledger_parse::bench::parse_throughput(&paths, repeat);
+        Which::Parse {
+            paths,
+            repeat,
+            no_tokens,
+        } => {
+            let (bytes, docs, rows) =
+                ledger_parse::bench::parse_throughput(&paths, repeat, !no_tokens);
             print!(
                 "{}",
                 ledger_parse::bench::markdown(bytes, docs, repeat, &rows)

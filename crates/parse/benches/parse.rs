@@ -1,4 +1,5 @@
-//! `cargo bench -p ledger-parse`: parse throughput on the shared corpora (or `LEDGER_CORPORA`).
+//! `cargo bench -p ledger-parse`: parse throughput on the shared corpora (or `LEDGER_CORPORA`);
+//! `LEDGER_BENCH_TOKENS=0` leaves out the rows with token counting.
 
 fn main() {
     let dir = std::env::var_os("LEDGER_CORPORA")
@@ -7,7 +8,11 @@ fn main() {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
         });
     let repeat = 5;
-    let (bytes, docs, rows) = ledger_parse::bench::parse_throughput(&[dir], repeat);
+    let (bytes, docs, rows) = ledger_parse::bench::parse_throughput(
+        &[dir],
+        repeat,
+        std::env::var("LEDGER_BENCH_TOKENS").map_or(true, |v| v != "0"),
+    );
     print!(
         "{}",
         ledger_parse::bench::markdown(bytes, docs, repeat, &rows)

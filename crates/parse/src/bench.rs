@@ -21,7 +21,12 @@ pub struct Row {
 }
 
 /// Parses the corpora under `paths` `repeat` times per configuration and returns the table.
-pub fn parse_throughput(paths: &[PathBuf], repeat: usize) -> (u64, usize, Vec<Row>) {
+/// Set `with_tokens` to false to measure parsing alone.
+pub fn parse_throughput(
+    paths: &[PathBuf],
+    repeat: usize,
+    with_tokens: bool,
+) -> (u64, usize, Vec<Row>) {
     let (sources, _) = crate::discover(paths);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let tokenizer = crate::Tokenizer::cl100k();
@@ -34,6 +39,9 @@ pub fn parse_throughput(paths: &[PathBuf], repeat: usize) -> (u64, usize, Vec<Ro
         ("parse + refs + cl100k tokens", 1, true),
         ("parse + refs + cl100k tokens", cores, true),
     ] {
+        if tokens && !with_tokens {
+            continue;
+        }
         let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
             continue;
         };

@@ -1569,7 +1569,7 @@ impl Latex {
 
     fn remember_macro(&mut self, name: &str, params: usize, optional: Option<String>, body: &str) {
         static INTERESTING: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses|label)\b").expect("valid")
+            Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses|label)(?-u:\b)").expect("valid")
         });
         if INTERESTING.is_match(body) && params <= 9 {
             self.macros.insert(
@@ -1769,7 +1769,7 @@ impl Latex {
             return;
         }
         static CMD: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|citep|citet|label|uses)\b\*?").expect("valid")
+            Regex::new(r"\\(ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|citep|citet|label|uses)(?-u:\b)\*?").expect("valid")
         });
         let slice = &text[start..end];
         let found: Vec<(usize, usize, String)> = CMD
@@ -1861,7 +1861,7 @@ impl Latex {
             Regex::new(r"(?m)^[ \t]*@([A-Za-z]+)\s*[{(]\s*([^,\s{}()]+)\s*,").expect("valid")
         });
         static TITLE: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r#"(?i)\btitle\s*=\s*[{"]"#).expect("valid"));
+            LazyLock::new(|| Regex::new(r#"(?i)(?-u:\b)title\s*=\s*[{"]"#).expect("valid"));
         let files = std::mem::take(&mut self.bib_files);
         if files.is_empty() {
             return;

@@ -23,12 +23,12 @@ pub struct ProseMention {
 const WORDS: &str = r"Sections?|Secs?\.|Chapters?|Chaps?\.|Ch\.|Parts?|Appendix|Appendices|App\.|Figures?|Figs?\.|Tables?|Tabs?\.|Equations?|Eqns?\.|Eqs?\.|Theorems?|Thms?\.|Lemmas?|Lemmata|Definitions?|Defs?\.|Corollary|Corollaries|Cors?\.|Propositions?|Props?\.|Remarks?|Examples?|Exercises?|Algorithms?|Algs?\.|Listings?|Conjectures?|Claims?|Axioms?|Assumptions?|Hypothes[ie]s|Observations?|Problems?|Notations?|Facts?";
 
 /// A number: `3`, `3.2`, `7-3`, `A`, `A.1`, `(3)`, `(2.1)`, `5(a)`.
-const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*\b|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
+const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*(?-u:\b)|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
 
 static PROSE: LazyLock<Regex> = LazyLock::new(|| {
     let sep = r"(?:\s*(?:,\s*(?:and|or)?|and|or|&|\\&|–|—|--|to|through)\s*)";
     let pattern = format!(
-        r"(?P<word>\b(?i:{WORDS})|§§?)(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)"
+        r"(?P<word>(?-u:\b)(?i:{WORDS})|§§?)(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)"
     );
     Regex::new(&pattern).expect("prose regex is valid")
 });
