@@ -486,7 +486,8 @@ impl FileParse<'_> {
                     self.last_figure = Some(unit);
                     return Some(unit);
                 }
-                if matches!(tag, Tag::HtmlBlock) {
+                {
+                    // Pure markup (`<a id="old"></a>`, comments, wrappers), as a block or a paragraph.
                     let inner = strip_tags(src);
                     if inner.trim().is_empty() {
                         // Pure markup (anchors, comments, wrappers): anchors go to the next unit.

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod corpora;
+mod features;
 mod props;
 
 use std::path::PathBuf;
