@@ -67,6 +67,21 @@ struct OpenEnv {
     list: Option<(usize, u32, Option<String>)>,
 }
 
+impl OpenEnv {
+    /// An environment with no math, float counter or list state.
+    fn new(name: String, unit: Option<usize>, file: usize, start: usize) -> Self {
+        OpenEnv {
+            name,
+            unit,
+            file,
+            start,
+            math: None,
+            float_counter: None,
+            list: None,
+        }
+    }
+}
+
 struct Paragraph {
     unit: usize,
     file: usize,
@@ -337,7 +352,13 @@ impl Latex {
             | "includefrom" | "inputfrom" => self.input(file, text, i, j, name),
             "part" | "chapter" | "section" | "subsection" | "subsubsection" | "paragraph"
             | "subparagraph" | "addchap" | "addsec" => {
-                if self.in_body {
+                let run_in = matches!(name, "paragraph" | "subparagraph")
+                    && self.envs.iter().any(|e| e.unit.is_some());
+                if run_in {
+                    // "\paragraph{Step 1.}" inside a proof is a run-in heading, part of the proof's text.
+                    self.mark_text(file, i);
+                    after_star
+                } else if self.in_body {
                     self.section(file, text, i, after_star, name, starred)
                 } else {
                     after_star
@@ -813,15 +834,7 @@ impl Latex {
         let starred = name.ends_with('*');
         if name == "document" {
             self.in_body = true;
-            self.envs.push(OpenEnv {
-                name,
-                unit: None,
-                file,
-                start: i,
-                math: None,
-                float_counter: None,
-                list: None,
-            });
+            self.envs.push(OpenEnv::new(name, None, file, i));
             return after;
         }
         if !self.in_body {
@@ -923,13 +936,8 @@ impl Latex {
                 end = arg(text, after).map_or(after, |a| a.1);
             }
             self.envs.push(OpenEnv {
-                name,
-                unit: Some(unit),
-                file,
-                start: i,
-                math: None,
                 float_counter,
-                list: None,
+                ..OpenEnv::new(name, Some(unit), file, i)
             });
             // "\begin{proof}[Proof of \cref{x}]" references x.
             self.scan_refs_in(file, text, after, end);
@@ -967,28 +975,15 @@ impl Latex {
                 labels: vec![],
             };
             self.envs.push(OpenEnv {
-                name,
-                unit: Some(unit),
-                file,
-                start: i,
                 math: Some(math),
-                float_counter: None,
-                list: None,
+                ..OpenEnv::new(name, Some(unit), file, i)
             });
             return after;
         }
         if base == "subequations" {
             self.counters.step("equation");
             self.subequation = Some((self.counters.the("equation"), 0));
-            self.envs.push(OpenEnv {
-                name,
-                unit: None,
-                file,
-                start: i,
-                math: None,
-                float_counter: None,
-                list: None,
-            });
+            self.envs.push(OpenEnv::new(name, None, file, i));
             return after;
         }
         if let Some(def) = self.theorems.get(base).cloned() {
@@ -1014,15 +1009,7 @@ impl Latex {
                 u.number = Some(number);
             }
             self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
-            self.envs.push(OpenEnv {
-                name,
-                unit: Some(unit),
-                file,
-                start: i,
-                math: None,
-                float_counter: None,
-                list: None,
-            });
+            self.envs.push(OpenEnv::new(name, Some(unit), file, i));
             self.scan_refs_in(file, text, after, end);
             return end;
         }
@@ -1041,13 +1028,8 @@ impl Latex {
             list = Some((level, 0, template));
         }
         self.envs.push(OpenEnv {
-            name,
-            unit: None,
-            file,
-            start: i,
-            math: None,
-            float_counter: None,
             list,
+            ..OpenEnv::new(name, None, file, i)
         });
         after
     }
@@ -1377,15 +1359,8 @@ impl Latex {
         let u = &mut self.b.doc.units[unit];
         u.id = format!("bib:{key}");
         u.label = Some(key);
-        self.envs.push(OpenEnv {
-            name: "bibitem".into(),
-            unit: Some(unit),
-            file,
-            start: i,
-            math: None,
-            float_counter: None,
-            list: None,
-        });
+        self.envs
+            .push(OpenEnv::new("bibitem".into(), Some(unit), file, i));
         end
     }
 
@@ -1642,10 +1617,11 @@ impl Latex {
         for l in labels {
             self.attach_label(file, i, &l);
         }
-        if self.in_body && !refs_in(&body).is_empty() {
+        let refs = refs_in(&body);
+        if self.in_body && !refs.is_empty() {
             self.mark_text(file, i);
             let unit = self.current_unit();
-            for (kind, key) in refs_in(&body) {
+            for (kind, key) in refs {
                 self.b.mention(
                     unit,
                     file,

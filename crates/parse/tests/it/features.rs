@@ -254,3 +254,25 @@ fn markdown_book_numbers_anchors_and_links() {
     assert_eq!(resolved("ch01.html#old-name"), "ch01.md#setup");
     assert!(matches!(target_of(doc, "#nope"), Resolution::Broken { .. }));
 }
+
+#[test]
+fn run_in_paragraph_headings_stay_inside_a_proof() {
+    let doc = parse_one(
+        "p.tex",
+        "\\documentclass{article}\n\\begin{document}\n\\section{A}\n\\begin{proof}\n\\paragraph{Step 1.} x\n\\paragraph{Step 2.} y\n\\end{proof}\n\\end{document}\n",
+    );
+    let proof = doc
+        .units
+        .iter()
+        .find(|u| u.kind == UnitKind::Proof)
+        .expect("proof");
+    assert!(proof.text.contains("Step 2."), "{:?}", proof.text);
+    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    assert_eq!(
+        doc.units
+            .iter()
+            .filter(|u| u.kind == UnitKind::Section)
+            .count(),
+        1
+    );
+}
