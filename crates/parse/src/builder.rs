@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 pub(crate) struct Builder {
     pub doc: Document,
     /// The text of every file, by file index (kept for line numbers).
-    pub texts: Vec<String>,
+    pub texts: Vec<std::sync::Arc<str>>,
     /// Byte offset of every line start, by file index.
     line_starts: Vec<Vec<usize>>,
     hasher: blake3::Hasher,
@@ -69,7 +69,7 @@ impl Builder {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|k| k + 1));
         self.line_starts.push(starts);
-        self.texts.push(text);
+        self.texts.push(text.into());
         self.texts.len() - 1
     }
 
@@ -211,8 +211,15 @@ impl Builder {
             }
         }
         self.assign_ids();
+        if let Some(t) = tokenizer {
+            // Units of one large document are counted in parallel (documents already are).
+            use rayon::prelude::*;
+            self.doc
+                .units
+                .par_iter_mut()
+                .for_each(|u| u.tokens = t.count(&u.text));
+        }
         for u in &mut self.doc.units {
-            u.tokens = tokenizer.map_or(0, |t| t.count(&u.text));
             let mut h = blake3::Hasher::new();
             for part in [
                 u.kind.as_str(),
@@ -303,7 +310,7 @@ impl Builder {
             if self.doc.files[file].ends_with(".bib") {
                 continue;
             }
-            let mut masked = self.texts[file].clone().into_bytes();
+            let mut masked = self.texts[file].as_bytes().to_vec();
             for &(s, e) in skipped.get(file).map_or(&[][..], |v| v.as_slice()) {
                 let e = e.min(masked.len());
                 for b in &mut masked[s.min(e)..e] {

@@ -202,7 +202,7 @@ impl Latex {
     // ---------- the scanner ----------
 
     fn scan(&mut self, file: usize) {
-        let text = self.b.texts[file].clone();
+        let text = std::sync::Arc::clone(&self.b.texts[file]);
         while self.skipped.len() <= file {
             self.skipped.push(vec![]);
         }

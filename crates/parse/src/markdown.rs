@@ -227,7 +227,7 @@ fn parse_into(
     base: usize,
     skipped: &mut Vec<(usize, usize)>,
 ) {
-    let text = b.texts[file].clone();
+    let text = std::sync::Arc::clone(&b.texts[file]);
     let mut p = FileParse {
         b,
         file,
