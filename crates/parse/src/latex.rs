@@ -248,8 +248,20 @@ impl Latex {
                 }
                 b' ' | b'\t' | b'\r' => i += 1,
                 _ => {
+                    // A run of plain text up to the next byte the scanner must look at.
+                    let mut k = i + 1;
+                    while k < n
+                        && !matches!(bytes[k], b'%' | b'\\' | b'{' | b'}' | b'\n' | b'$' | b'&')
+                    {
+                        k += 1;
+                    }
+                    let mut end = k;
+                    while end > i + 1 && matches!(bytes[end - 1], b' ' | b'\t' | b'\r') {
+                        end -= 1;
+                    }
                     self.mark_text(file, i);
-                    i += 1;
+                    self.extend_text(end);
+                    i = k;
                 }
             }
         }
@@ -1833,9 +1845,6 @@ impl Latex {
     }
 
     fn read_bibliographies(&mut self) {
-        static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?m)^[ \t]*@([A-Za-z]+)\s*[{(]\s*([^,\s{}()]+)\s*,").expect("valid")
-        });
         static TITLE: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r#"(?i)(?-u:\b)title\s*=\s*[{"]"#).expect("valid"));
         let files = std::mem::take(&mut self.bib_files);
@@ -1861,15 +1870,12 @@ impl Latex {
                 }
             };
             let file = self.b.add_file(&path.display().to_string(), text.clone());
-            for c in ENTRY.captures_iter(&text) {
-                let kind = c[1].to_ascii_lowercase();
+            for (start, open, kind, key) in bib_entries(&text) {
                 if matches!(kind.as_str(), "comment" | "string" | "preamble") {
                     continue;
                 }
-                let whole = c.get(0).map_or(0..0, |m| m.range());
-                let open = whole.start + c[0].find(['{', '(']).unwrap_or(0);
+                let whole = start..open + 1;
                 let end = arg(&text, open).map_or(whole.end, |a| a.1);
-                let key = c[2].to_string();
                 let unit =
                     self.b
                         .unit(UnitKind::Bibitem, &kind, 0, section, file, whole.start, end);
@@ -1929,6 +1935,48 @@ fn finish_math_line(
     }
 }
 
+/// `(start of @, position of the opening brace, lower-case type, key)` of each `@type{key,` entry of a `.bib` file.
+fn bib_entries(text: &str) -> Vec<(usize, usize, String, String)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let start = offset + (line.len() - line.trim_start_matches([' ', '\t']).len());
+        offset += line.len();
+        let Some(rest) = text[start..].strip_prefix('@') else {
+            continue;
+        };
+        let kind_len = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let after_kind = start + 1 + kind_len;
+        let Some(open) = text[after_kind..]
+            .find(|c: char| !c.is_whitespace())
+            .map(|k| after_kind + k)
+        else {
+            continue;
+        };
+        if !matches!(text.as_bytes()[open], b'{' | b'(') || kind_len == 0 {
+            continue;
+        }
+        let body = &text[open + 1..];
+        let key_start = body.len() - body.trim_start().len();
+        let key_len = body[key_start..]
+            .find(|c: char| c == ',' || c.is_whitespace() || "{}()".contains(c))
+            .unwrap_or(0);
+        let key = &body[key_start..key_start + key_len];
+        if key.is_empty() || !body[key_start + key_len..].trim_start().starts_with(',') {
+            continue;
+        }
+        out.push((
+            start,
+            open,
+            rest[..kind_len].to_ascii_lowercase(),
+            key.to_string(),
+        ));
+    }
+    out
+}
+
 /// The counters of `enumerate` levels 1–4.
 const ENUM_COUNTERS: [&str; 4] = ["enumi", "enumii", "enumiii", "enumiv"];
 
@@ -1959,6 +2007,10 @@ fn theorem_prefix(display: &str) -> String {
 }
 
 fn is_cite(name: &str) -> bool {
+    // Most commands are not citations: skip the regex for them.
+    if !name.contains("cite") && !name.contains("Cite") {
+        return false;
+    }
     static CITE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"^(?:[Cc]ite[a-zA-Z]*|[Pp]arencites?|[Tt]extcites?|[Aa]utocites?|[Ff]ootcites?(?:text)?|[Ss]martcites?|[Ss]upercites?|fullcite|footfullcite)$").expect("valid")
     });
@@ -2142,4 +2194,26 @@ fn capitalise(s: &str) -> String {
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bib_entries_find_type_and_key() {
+        let bib = "@article{knuth84,\n title={Literate}}\n  @Book( b2 ,\n}\n@comment{x}\n@misc{\n  spaced,\n}\n@string{s = \"v\"}\n";
+        let got: Vec<(String, String)> = bib_entries(bib)
+            .into_iter()
+            .map(|(_, _, k, key)| (k, key))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("article".to_string(), "knuth84".to_string()),
+                ("book".into(), "b2".into()),
+                ("misc".into(), "spaced".into())
+            ]
+        );
+    }
 }

@@ -23,12 +23,13 @@ pub struct ProseMention {
 const WORDS: &str = r"Sections?|Secs?\.|Chapters?|Chaps?\.|Ch\.|Parts?|Appendix|Appendices|App\.|Figures?|Figs?\.|Tables?|Tabs?\.|Equations?|Eqns?\.|Eqs?\.|Theorems?|Thms?\.|Lemmas?|Lemmata|Definitions?|Defs?\.|Corollary|Corollaries|Cors?\.|Propositions?|Props?\.|Remarks?|Examples?|Exercises?|Algorithms?|Algs?\.|Listings?|Conjectures?|Claims?|Axioms?|Assumptions?|Hypothes[ie]s|Observations?|Problems?|Notations?|Facts?";
 
 /// A number: `3`, `3.2`, `7-3`, `A`, `A.1`, `(3)`, `(2.1)`, `5(a)`.
-const NUM: &str = r"\(?(?:[A-Z](?:\.\d+)*(?-u:\b)|\d+(?:[.\-]\d+)*)(?:\([a-z]\))?\)?";
+const NUM: &str = r"\(?(?:[A-Z](?:\.[0-9]+)*(?-u:\b)|[0-9]+(?:[.\-][0-9]+)*)(?:\([a-z]\))?\)?";
 
 static PROSE: LazyLock<Regex> = LazyLock::new(|| {
-    let sep = r"(?:\s*(?:,\s*(?:and|or)?|and|or|&|\\&|–|—|--|to|through)\s*)";
+    // ASCII classes and case folding keep the automaton small (captures are cheap, the DFA stays lazy).
+    let sep = r"(?:(?-u:\s)*(?:,(?-u:\s)*(?:and|or)?|and|or|&|\\&|–|—|--|to|through)(?-u:\s)*)";
     let pattern = format!(
-        r"(?P<word>(?-u:\b)(?i:{WORDS})|§§?)(?P<gap>(?:\s|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)"
+        r"(?P<word>(?-u:\b)(?i-u:{WORDS})|§§?)(?P<gap>(?:(?-u:\s)|~|\\ |\\,|\\nobreakspace\{{\}}|\u{{a0}})*)(?P<list>{NUM}(?:{sep}{NUM})*)"
     );
     Regex::new(&pattern).expect("prose regex is valid")
 });
@@ -74,7 +75,13 @@ fn family(word: &str) -> Option<&'static str> {
 /// Finds every prose mention in `text`. Offsets are relative to `text`.
 pub fn find(text: &str) -> Vec<ProseMention> {
     let mut out = Vec::new();
-    for caps in PROSE.captures_iter(text) {
+    // Find matches with the lazy DFA, then take groups from the match alone: capturing over a
+    // whole paragraph makes the regex engine clear a visited set as large as the paragraph each time.
+    for whole in PROSE.find_iter(text) {
+        let base = whole.start();
+        let Some(caps) = PROSE.captures(whole.as_str()) else {
+            continue;
+        };
         let (Some(word), Some(list)) = (caps.name("word"), caps.name("list")) else {
             continue;
         };
@@ -93,14 +100,17 @@ pub fn find(text: &str) -> Vec<ProseMention> {
             continue;
         }
         // The number list must end at a word boundary: "Section 3rd", "Table 2x" are not mentions.
-        let after = text[list.end()..].chars().next();
+        let after = text[base + list.end()..].chars().next();
         if after.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue;
         }
         let mut numbers: Vec<(usize, usize, String)> = Vec::new();
         let mut prev_end: Option<usize> = None;
         for m in NUMBER.find_iter(list.as_str()) {
-            let (s, e) = (list.start() + m.start(), list.start() + m.end());
+            let (s, e) = (
+                base + list.start() + m.start(),
+                base + list.start() + m.end(),
+            );
             let raw = m.as_str();
             let number = normalise(raw, fam);
             if number.is_empty() || (lower && !number.starts_with(|c: char| c.is_ascii_digit())) {
@@ -151,7 +161,7 @@ pub fn find(text: &str) -> Vec<ProseMention> {
             prev_end = Some(e);
         }
         for (i, (s, e, number)) in numbers.into_iter().enumerate() {
-            let start = if i == 0 { word.start() } else { s };
+            let start = if i == 0 { base + word.start() } else { s };
             out.push(ProseMention {
                 start,
                 end: e,
