@@ -5,7 +5,8 @@ use ledger_core::{
     Diagnostic, Document, Format, Mention, MentionKind, Resolution, Severity, TargetKey, Unit,
     UnitKind, slug,
 };
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 /// A document being built. Units refer to each other by index until [`Builder::finish`].
 pub(crate) struct Builder {
@@ -54,8 +55,8 @@ impl Builder {
             texts: vec![],
             line_starts: vec![],
             hasher: blake3::Hasher::new(),
-            prefixes: HashMap::new(),
-            label_owner: HashMap::new(),
+            prefixes: HashMap::default(),
+            label_owner: HashMap::default(),
         }
     }
 
@@ -260,7 +261,7 @@ impl Builder {
                 self.doc.units[i].id = l;
             }
         }
-        let mut child_counts: HashMap<(usize, &'static str), usize> = HashMap::new();
+        let mut child_counts: HashMap<(usize, &'static str), usize> = HashMap::default();
         for i in 1..self.doc.units.len() {
             if !self.doc.units[i].id.is_empty() {
                 continue;
@@ -369,7 +370,7 @@ fn line_col(text: &str, line_starts: &[usize], byte: usize) -> (usize, usize) {
 
 /// For the units that start in `file`, the byte ranges that are theirs alone (their range minus their children's).
 pub(crate) fn own_ranges(units: &[Unit], file: usize) -> Vec<(usize, usize, usize)> {
-    let mut children: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+    let mut children: HashMap<usize, Vec<(usize, usize)>> = HashMap::default();
     for u in units {
         if let Some(p) = u.parent
             && u.file == file

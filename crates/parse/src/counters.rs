@@ -1,7 +1,8 @@
 //! LaTeX counters: values, reset lists (`[section]`, `\numberwithin`), aliases
 //! (`\newaliascnt`, `\let\c@a\c@b`) and the printed form (`\thesection`).
 
-use std::collections::HashMap;
+// Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
+use rustc_hash::FxHashMap as HashMap;
 
 /// How a counter prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use crate::builder::{Builder, read_text};
 use crate::counters::{Counters, Style};
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
 use regex::Regex;
-use std::collections::HashMap;
+// Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -147,7 +148,7 @@ struct Latex {
 
 impl Latex {
     fn new(main: &Path, doc_id: &str) -> Self {
-        let mut theorems = HashMap::new();
+        let mut theorems = HashMap::default();
         for (env, display) in [
             ("theorem", "Theorem"),
             ("lemma", "Lemma"),
@@ -182,7 +183,7 @@ impl Latex {
             with_chapters: false,
             secnumdepth: 3,
             theorems,
-            macros: HashMap::new(),
+            macros: HashMap::default(),
             sections: vec![],
             envs: vec![],
             para: None,
@@ -2151,7 +2152,7 @@ fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
 
 /// `key=value, key={value, with commas}` → map.
 fn keyvals(opts: &str) -> HashMap<String, String> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     let mut depth = 0;
     let mut start = 0;
     let bytes = opts.as_bytes();

@@ -9,7 +9,8 @@ use crate::builder::{Builder, read_text};
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use regex::Regex;
-use std::collections::HashMap;
+// Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
+use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
@@ -237,7 +238,7 @@ fn parse_into(
         pending_anchors: vec![],
         listing: None,
         last_figure: None,
-        slugs: HashMap::new(),
+        slugs: HashMap::default(),
         numbered_top: false,
     };
     let mut depth = 0usize;

@@ -2,7 +2,8 @@
 //! first inside a document, then across the corpus (`\externaldocument`, links between files).
 
 use ledger_core::{Document, Format, Resolution, TargetKey, Unit, UnitKind};
-use std::collections::HashMap;
+// Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 /// Labels, citation keys and numbers of one document, for lookups.
@@ -16,10 +17,10 @@ struct Index<'a> {
 impl<'a> Index<'a> {
     fn new(doc: &'a Document) -> Self {
         let mut ix = Index {
-            labels: HashMap::new(),
-            lower_labels: HashMap::new(),
-            citations: HashMap::new(),
-            numbers: HashMap::new(),
+            labels: HashMap::default(),
+            lower_labels: HashMap::default(),
+            citations: HashMap::default(),
+            numbers: HashMap::default(),
         };
         for (i, u) in doc.units.iter().enumerate() {
             if u.kind == UnitKind::Bibitem {
@@ -236,8 +237,8 @@ fn absolute(p: &Path) -> String {
 /// what still does not resolve becomes a broken reference.
 pub fn resolve_corpus(docs: &mut [Document]) {
     // file (absolute, normalised) → (document index, path relative to that document's root)
-    let mut files: HashMap<String, (usize, String)> = HashMap::new();
-    let mut mains: HashMap<String, usize> = HashMap::new();
+    let mut files: HashMap<String, (usize, String)> = HashMap::default();
+    let mut mains: HashMap<String, usize> = HashMap::default();
     for (d, doc) in docs.iter().enumerate() {
         let root = root_dir(doc);
         for f in &doc.files {
