@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub(crate) struct Builder {
     pub doc: Document,
     /// The text of every file, by file index (kept for line numbers).
-    pub texts: Vec<std::sync::Arc<str>>,
+    pub texts: Vec<std::sync::Arc<String>>,
     /// Byte offset of every line start, by file index.
     line_starts: Vec<Vec<usize>>,
     hasher: blake3::Hasher,
@@ -70,7 +70,7 @@ impl Builder {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|k| k + 1));
         self.line_starts.push(starts);
-        self.texts.push(text.into());
+        self.texts.push(std::sync::Arc::new(text));
         self.texts.len() - 1
     }
 

@@ -487,11 +487,11 @@ impl FileParse<'_> {
                     self.last_figure = Some(unit);
                     return Some(unit);
                 }
-                {
-                    // Pure markup (`<a id="old"></a>`, comments, wrappers), as a block or a paragraph.
+                // Pure markup (`<a id="old"></a>`, comments, wrappers), as a block or a paragraph:
+                // its anchors name the next unit.
+                if src.starts_with('<') {
                     let inner = strip_tags(src);
                     if inner.trim().is_empty() {
-                        // Pure markup (anchors, comments, wrappers): anchors go to the next unit.
                         for a in anchors(src) {
                             self.pending_anchors.push(a);
                         }
