@@ -40,6 +40,9 @@ enum Command {
         /// Do not count cl100k tokens (faster; `tokens` columns are 0).
         #[arg(long)]
         no_tokens: bool,
+        /// Do not show a progress bar.
+        #[arg(long)]
+        no_progress: bool,
     },
     /// Run SQL over a graph's tables (documents, units, edges, mentions, labels, diagnostics, runs)
     /// and views (broken_references, ambiguous_references, unit_degrees, unit_counts).
@@ -103,14 +106,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             jobs,
             no_tokens,
+            no_progress,
         } => {
             let mut c = config.index;
             if let Some(j) = jobs {
                 c.jobs = j;
             }
-            if no_tokens {
-                c.count_tokens = false;
-            }
+            c.count_tokens &= !no_tokens;
+            c.progress &= !no_progress;
             index::index(&paths, &out, &c)?;
             Ok(ExitCode::SUCCESS)
         }
