@@ -64,6 +64,25 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
 pub fn index(paths: &[PathBuf], out: &Path, config: &IndexConfig) -> Result<()> {
     let started_at = ledger_store::now_rfc3339();
     let corpus = load(paths, config)?;
+    // A missing input must not replace a good graph with an empty one.
+    let bad_inputs: Vec<String> = corpus
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(ToString::to_string)
+        .collect();
+    if !bad_inputs.is_empty() {
+        anyhow::bail!("bad input, nothing written:\n{}", bad_inputs.join("\n"));
+    }
+    // Unreadable documents are kept (with their diagnostics); say which on stderr.
+    for d in corpus
+        .docs
+        .iter()
+        .flat_map(|d| &d.diagnostics)
+        .filter(|d| d.severity == Severity::Error)
+    {
+        eprintln!("{d}");
+    }
     let run = ledger_store::RunInfo {
         started_at,
         command: std::env::args().collect::<Vec<_>>().join(" "),

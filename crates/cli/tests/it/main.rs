@@ -204,3 +204,27 @@ print(t.num_rows, d, e)
     assert_eq!(nums[1], expected);
     assert!(nums[2] > 100);
 }
+
+#[test]
+fn index_refuses_missing_inputs_and_keeps_the_graph() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index(&graph);
+    let before = std::fs::read_link(graph.join("current")).expect("current version");
+    let o = ledger(&[
+        "index",
+        "/definitely/not/here",
+        "--out",
+        graph.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("/definitely/not/here:0: error: no such file or folder")
+    );
+    assert_eq!(
+        std::fs::read_link(graph.join("current")).expect("current version"),
+        before,
+        "the graph is untouched"
+    );
+}

@@ -127,6 +127,9 @@ fn check_resolution(corpus: &str, mains: &[&str], external_prefix: Option<&str>)
         found as f64 >= 0.99 * total as f64,
         "{corpus}: only {found} of {total} labelled targets resolved; short: {missing:?}"
     );
+    if !missing.is_empty() {
+        eprintln!("{corpus}: not resolved as often as written: {missing:?}");
+    }
     (found, total)
 }
 
