@@ -1,0 +1,62 @@
+//! The semantic layer: type-specific unit summaries, embedders behind one trait, and the HNSW
+//! index that finds RELATED candidates (cosine above θ).
+//!
+//! Work in progress (issue 3): the offline summarizer, the offline hashing embedder and the HNSW
+//! index with its exact counterpart are here; MiniLM through candle, the OpenAI-compatible
+//! embedder, the `embeddings` table and RELATED edges in the graph come next. This crate does no
+//! network IO of its own and knows nothing of storage.
+
+pub mod hashing;
+pub mod index;
+pub mod summary;
+
+pub use hashing::HashingEmbedder;
+pub use index::{HnswParams, NeighbourIndex, exact_pairs_above, recall};
+
+/// Errors of embedders, by category.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The model could not be loaded (missing or malformed files).
+    #[error("model {model}: {message}")]
+    Model {
+        /// Model name.
+        model: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// An embedding service failed or answered something unusable.
+    #[error("embedding service: {0}")]
+    Service(String),
+}
+
+/// Turns texts into L2-normalised vectors of one model.
+pub trait Embedder: Send + Sync {
+    /// The model name recorded with every embedding (a graph never mixes models).
+    fn model(&self) -> &str;
+    /// Vector length.
+    fn dim(&self) -> usize;
+    /// One vector per text, in order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Cosine of two L2-normalised vectors (their dot product). Eight partial sums let the compiler
+/// vectorise the loop (a single running sum must keep its order and stays scalar).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; 8];
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    acc.iter().sum::<f32>() + tail
+}
