@@ -18,6 +18,24 @@ pub struct Config {
     pub verify: VerifyConfig,
     /// `ledger sql`.
     pub sql: SqlConfig,
+    /// RELATED edges.
+    pub related: RelatedConfig,
+}
+
+/// Settings of the semantic layer (RELATED edges).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelatedConfig {
+    /// Compute RELATED edges at all.
+    pub enabled: bool,
+    /// Embedder name (`hash`).
+    pub embedder: String,
+    /// Cosine threshold.
+    pub theta: f64,
+    /// `document` or `corpus`.
+    pub scope: String,
+    /// Neighbours asked per unit.
+    pub k: usize,
 }
 
 /// Settings of `ledger index`.

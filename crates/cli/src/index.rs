@@ -1,6 +1,6 @@
 //! `ledger index` and `ledger verify`: discover, parse in parallel, resolve, then write or report.
 
-use crate::config::{IndexConfig, VerifyConfig};
+use crate::config::{IndexConfig, RelatedConfig, VerifyConfig};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Severity, UnitKind};
@@ -61,7 +61,12 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
 }
 
 /// `ledger index PATH... --out GRAPH`.
-pub fn index(paths: &[PathBuf], out: &Path, config: &IndexConfig) -> Result<()> {
+pub fn index(
+    paths: &[PathBuf],
+    out: &Path,
+    config: &IndexConfig,
+    related: &RelatedConfig,
+) -> Result<()> {
     let started_at = ledger_store::now_rfc3339();
     let corpus = load(paths, config)?;
     // A missing input must not replace a good graph with an empty one.
@@ -83,6 +88,13 @@ pub fn index(paths: &[PathBuf], out: &Path, config: &IndexConfig) -> Result<()> 
     {
         eprintln!("{d}");
     }
+    let semantic_start = Instant::now();
+    let semantic = if related.enabled {
+        crate::semantic::compute(&corpus.docs, related)?
+    } else {
+        ledger_core::Semantic::default()
+    };
+    let semantic_seconds = semantic_start.elapsed().as_secs_f64();
     let run = ledger_store::RunInfo {
         started_at,
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -94,9 +106,20 @@ pub fn index(paths: &[PathBuf], out: &Path, config: &IndexConfig) -> Result<()> 
         seconds: corpus.seconds,
     };
     let write_start = Instant::now();
-    let manifest = ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &run)
-        .with_context(|| format!("writing graph {}", out.display()))?;
+    let manifest =
+        ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &semantic, &run)
+            .with_context(|| format!("writing graph {}", out.display()))?;
     print!("{}", summary(&corpus));
+    if related.enabled {
+        println!(
+            "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}), in {semantic_seconds:.2} s",
+            semantic.related.len(),
+            related.theta,
+            related.scope,
+            semantic.embeddings.len(),
+            semantic.model
+        );
+    }
     println!(
         "graph: {} (version {}), written in {:.2} s",
         out.join("current").display(),

@@ -4,6 +4,7 @@
 mod bench;
 mod config;
 mod index;
+mod semantic;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -43,6 +44,35 @@ enum Command {
         /// Do not show a progress bar.
         #[arg(long)]
         no_progress: bool,
+        /// Do not compute RELATED edges (summaries, embeddings).
+        #[arg(long)]
+        no_related: bool,
+        /// Embedder for RELATED edges (`hash`).
+        #[arg(long)]
+        embedder: Option<String>,
+        /// Cosine threshold θ of RELATED edges.
+        #[arg(long)]
+        theta: Option<f64>,
+        /// RELATED pairs inside each `document`, or across the `corpus`.
+        #[arg(long)]
+        related_scope: Option<String>,
+        /// Neighbours asked of the HNSW index per unit.
+        #[arg(long)]
+        related_k: Option<usize>,
+    },
+    /// Print the units nearest to UNIT by embedding cosine (to tune θ).
+    Similar {
+        /// The graph folder.
+        #[arg(long)]
+        graph: PathBuf,
+        /// The unit id.
+        unit: String,
+        /// The document, when several have a unit with this id.
+        #[arg(long)]
+        doc: Option<String>,
+        /// How many neighbours.
+        #[arg(short, default_value_t = 10)]
+        k: usize,
     },
     /// Run SQL over a graph's tables (documents, units, edges, mentions, labels, diagnostics, runs)
     /// and views (broken_references, ambiguous_references, unit_degrees, unit_counts).
@@ -107,14 +137,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             jobs,
             no_tokens,
             no_progress,
+            no_related,
+            embedder,
+            theta,
+            related_scope,
+            related_k,
         } => {
+            let mut r = config.related;
+            r.enabled &= !no_related;
+            r.embedder = embedder.unwrap_or(r.embedder);
+            r.theta = theta.unwrap_or(r.theta);
+            r.scope = related_scope.unwrap_or(r.scope);
+            r.k = related_k.unwrap_or(r.k);
             let mut c = config.index;
             if let Some(j) = jobs {
                 c.jobs = j;
             }
             c.count_tokens &= !no_tokens;
             c.progress &= !no_progress;
-            index::index(&paths, &out, &c)?;
+            index::index(&paths, &out, &c, &r)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sql {
@@ -158,6 +199,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Similar {
+            graph,
+            unit,
+            doc,
+            k,
+        } => {
+            let semantic = ledger_store::read_embeddings(&graph)?;
+            println!("model: {}", semantic.model);
+            for (d, u, score, summary) in semantic::similar(&semantic, doc.as_deref(), &unit, k)? {
+                let short: String = summary.chars().take(80).collect();
+                println!("{score:.3}  {d}  {u}  {short}");
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Bench { which } => {
             bench::run(which)?;

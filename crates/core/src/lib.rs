@@ -394,6 +394,34 @@ pub struct Edge {
     pub evidence: String,
 }
 
+/// The embedding of one unit's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitEmbedding {
+    /// Document id.
+    pub doc_id: String,
+    /// Unit id.
+    pub unit_id: String,
+    /// The text that was embedded (the unit's type-specific summary).
+    pub summary: String,
+    /// blake3 of the summary: with the model name, the cache key of the vector.
+    pub summary_hash: String,
+    /// The L2-normalised vector.
+    pub vector: Vec<f32>,
+}
+
+/// The semantic layer of a graph: one model's embeddings and the RELATED edges found with them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Semantic {
+    /// The embedding model (a graph never mixes models).
+    pub model: String,
+    /// Vector length.
+    pub dim: usize,
+    /// One embedding per embedded unit.
+    pub embeddings: Vec<UnitEmbedding>,
+    /// RELATED edges, one per unordered pair, `score` = cosine.
+    pub related: Vec<Edge>,
+}
+
 /// One parsed document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Document {

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! GRAPH/current -> versions/000007        (symlink, swapped atomically on commit)
-//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,runs}.parquet
+//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,embeddings,runs}.parquet
 //! GRAPH/versions/000007/manifest.json     (schema version, row counts)
 //! ```
 //!
@@ -12,10 +12,12 @@
 //! A crash before the symlink swap leaves the previous version current. This is the only crate
 //! that touches Arrow, Parquet or DataFusion.
 
+mod read;
 mod schema;
 mod sql;
 mod write;
 
+pub use read::read_embeddings;
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};
 pub use write::{Manifest, RunInfo, now_rfc3339, rfc3339, write_graph};

@@ -5,16 +5,17 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::sync::{Arc, LazyLock};
 
 /// Version of the table layout, stored in every graph's `manifest.json`.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The tables of a graph, in the order they are written.
-pub const TABLES: [&str; 7] = [
+pub const TABLES: [&str; 8] = [
     "documents",
     "units",
     "edges",
     "mentions",
     "labels",
     "diagnostics",
+    "embeddings",
     "runs",
 ];
 
@@ -138,3 +139,23 @@ pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
         i("schema_version"),
     ]))
 });
+
+/// `embeddings(doc_id, unit_id, model, summary, summary_hash, vector)`; `vector` is a
+/// `FixedSizeList<Float32>` of the model's dimension.
+pub fn embeddings(dim: usize) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("unit_id"),
+        s("model"),
+        s("summary"),
+        s("summary_hash"),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, false)),
+                dim as i32,
+            ),
+            false,
+        ),
+    ]))
+}

@@ -2,11 +2,15 @@
 
 use crate::schema::{
     DIAGNOSTICS, DOCUMENTS, EDGES, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES, UNITS,
+    embeddings,
 };
 use crate::{Result, io_err};
-use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow::array::{
+    ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringArray,
+};
 use arrow::datatypes::SchemaRef;
-use ledger_core::{Diagnostic, Document, Edge, Resolution};
+use ledger_core::{Diagnostic, Document, Edge, Resolution, Semantic};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -129,11 +133,13 @@ fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
     )
 }
 
-/// Every edge of the documents: CONTAINS and REFERENCES, sorted for byte-identical output.
-pub(crate) fn all_edges(docs: &[&Document]) -> Vec<Edge> {
+/// Every edge: CONTAINS and REFERENCES of the documents, RELATED of the semantic layer,
+/// sorted for byte-identical output.
+pub(crate) fn all_edges(docs: &[&Document], semantic: &Semantic) -> Vec<Edge> {
     let mut edges: Vec<Edge> = docs
         .iter()
         .flat_map(|d| d.contains_edges().into_iter().chain(d.reference_edges()))
+        .chain(semantic.related.iter().cloned())
         .collect();
     edges.sort_by(|a, b| {
         (&a.src_doc, &a.src_unit, a.kind, &a.dst_doc, &a.dst_unit).cmp(&(
@@ -221,6 +227,42 @@ fn labels_batch(docs: &[&Document]) -> Result<RecordBatch> {
     )
 }
 
+fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
+    let rows = &semantic.embeddings;
+    let dim = if rows.is_empty() {
+        semantic.dim.max(1)
+    } else {
+        rows[0].vector.len()
+    };
+    if let Some(bad) = rows.iter().find(|e| e.vector.len() != dim) {
+        return Err(arrow::error::ArrowError::InvalidArgumentError(format!(
+            "embedding of {}/{} has {} dimensions, expected {dim}",
+            bad.doc_id,
+            bad.unit_id,
+            bad.vector.len()
+        ))
+        .into());
+    }
+    let values = Float32Array::from_iter_values(rows.iter().flat_map(|e| e.vector.iter().copied()));
+    let item = std::sync::Arc::new(arrow::datatypes::Field::new(
+        "item",
+        arrow::datatypes::DataType::Float32,
+        false,
+    ));
+    let vectors = FixedSizeListArray::try_new(item, dim as i32, Arc::new(values), None)?;
+    batch(
+        &embeddings(dim),
+        vec![
+            strings(rows.iter().map(|e| e.doc_id.as_str())),
+            strings(rows.iter().map(|e| e.unit_id.as_str())),
+            strings(rows.iter().map(|_| semantic.model.as_str())),
+            strings(rows.iter().map(|e| e.summary.as_str())),
+            strings(rows.iter().map(|e| e.summary_hash.as_str())),
+            Arc::new(vectors),
+        ],
+    )
+}
+
 fn diagnostics_batch(docs: &[&Document], corpus: &[Diagnostic]) -> Result<RecordBatch> {
     let rows: Vec<(Option<&str>, &Diagnostic)> = corpus
         .iter()
@@ -294,6 +336,7 @@ pub fn write_graph(
     graph: &Path,
     docs: &[Document],
     corpus_diagnostics: &[Diagnostic],
+    semantic: &Semantic,
     run: &RunInfo,
 ) -> Result<Manifest> {
     let mut sorted: Vec<&Document> = docs.iter().collect();
@@ -309,7 +352,7 @@ pub fn write_graph(
     }
     std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
     let result = (|| -> Result<Manifest> {
-        let edges = all_edges(&sorted);
+        let edges = all_edges(&sorted, semantic);
         let mentions: usize = sorted.iter().map(|d| d.mentions.len()).sum();
         let broken: usize = sorted
             .iter()
@@ -333,6 +376,7 @@ pub fn write_graph(
                 "diagnostics",
                 diagnostics_batch(&sorted, corpus_diagnostics)?,
             ),
+            ("embeddings", embeddings_batch(semantic)?),
             (
                 "runs",
                 runs_batch(

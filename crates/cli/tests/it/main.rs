@@ -228,3 +228,70 @@ fn index_refuses_missing_inputs_and_keeps_the_graph() {
         "the graph is untouched"
     );
 }
+
+#[test]
+fn related_edges_embeddings_and_similar() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index(&graph);
+    let g = graph.to_str().expect("utf8");
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "csv",
+        "SELECT COUNT(*) AS n, MIN(score) AS lo FROM edges WHERE kind = 'RELATED'",
+    ]);
+    let row = stdout(&o).lines().nth(1).expect("a row").to_string();
+    let (n, lo) = row.split_once(',').expect("two columns");
+    assert!(n.parse::<i64>().expect("count") > 0, "{row}");
+    assert!(lo.parse::<f64>().expect("score") > 0.7, "{row}");
+    // RELATED never duplicates a pair that another edge already links.
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "csv",
+        "SELECT COUNT(*) AS n FROM edges r JOIN edges o ON o.kind <> 'RELATED' AND r.kind = 'RELATED' \
+         AND ((o.src_unit = r.src_unit AND o.dst_unit = r.dst_unit) OR (o.src_unit = r.dst_unit AND o.dst_unit = r.src_unit)) \
+         AND o.src_doc = r.src_doc AND o.dst_doc = r.dst_doc",
+    ]);
+    assert_eq!(stdout(&o).lines().nth(1), Some("0"));
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "csv",
+        "SELECT COUNT(DISTINCT model) AS m, MIN(arrow_typeof(vector)) AS t FROM embeddings",
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("1,FixedSizeList"), "{out}");
+    // `similar` ranks by cosine, best first.
+    let o = ledger(&[
+        "similar",
+        "--graph",
+        g,
+        "--doc",
+        "datasets/paper-equational-theories/main.tex",
+        "fig:854",
+        "-k",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scores: Vec<f64> = stdout(&o)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split_whitespace()
+                .next()
+                .expect("score")
+                .parse()
+                .expect("number")
+        })
+        .collect();
+    assert_eq!(scores.len(), 3);
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+}

@@ -44,7 +44,7 @@ async fn count(session: &SqlSession, sql: &str) -> i64 {
 async fn graph_round_trips_through_parquet_and_sql() {
     let dir = tempfile::tempdir().expect("tempdir");
     let docs = docs();
-    let manifest = write_graph(dir.path(), &docs, &[], &run()).expect("write");
+    let manifest = write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("write");
     let session = SqlSession::open(dir.path()).await.expect("open");
     let units: usize = docs.iter().map(|d| d.units.len()).sum();
     assert_eq!(
@@ -100,7 +100,7 @@ async fn graph_round_trips_through_parquet_and_sql() {
 async fn commits_are_versioned_deterministic_and_atomic() {
     let dir = tempfile::tempdir().expect("tempdir");
     let docs = docs();
-    write_graph(dir.path(), &docs, &[], &run()).expect("first write");
+    write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("first write");
     let v1 = std::fs::read(dir.path().join("current/units.parquet")).expect("v1 units");
     // A crash mid-write leaves a temporary folder behind: readers still see version 1.
     let stray = dir.path().join("versions/.tmp-000002-4242");
@@ -108,7 +108,8 @@ async fn commits_are_versioned_deterministic_and_atomic() {
     std::fs::write(stray.join("units.parquet"), b"partial").expect("partial file");
     let session = SqlSession::open(dir.path()).await.expect("open v1");
     assert!(count(&session, "SELECT COUNT(*) FROM units").await > 0);
-    let m2 = write_graph(dir.path(), &docs, &[], &run()).expect("second write");
+    let m2 =
+        write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("second write");
     assert_eq!(m2.version, 2);
     let v2 = std::fs::read(dir.path().join("current/units.parquet")).expect("v2 units");
     assert_eq!(v1, v2, "same input gives byte-identical Parquet");
@@ -120,7 +121,7 @@ async fn commits_are_versioned_deterministic_and_atomic() {
         "runs accumulate across versions"
     );
     // Only the current and the previous version are kept.
-    write_graph(dir.path(), &docs, &[], &run()).expect("third write");
+    write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("third write");
     let mut versions: Vec<String> = std::fs::read_dir(dir.path().join("versions"))
         .expect("ls")
         .flatten()
@@ -148,7 +149,7 @@ async fn a_folder_that_is_not_a_graph_is_a_clear_error() {
 #[tokio::test]
 async fn bad_sql_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().expect("tempdir");
-    write_graph(dir.path(), &docs(), &[], &run()).expect("write");
+    write_graph(dir.path(), &docs(), &[], &Default::default(), &run()).expect("write");
     let session = SqlSession::open(dir.path()).await.expect("open");
     assert!(session.query("SELECT nope FROM units").await.is_err());
     assert!(session.query("SELEC").await.is_err());
