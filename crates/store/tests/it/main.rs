@@ -154,3 +154,17 @@ async fn bad_sql_is_an_error_not_a_panic() {
     assert!(session.query("SELECT nope FROM units").await.is_err());
     assert!(session.query("SELEC").await.is_err());
 }
+
+#[tokio::test]
+async fn string_and_regex_functions_are_available() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_graph(dir.path(), &docs(), &[], &Default::default(), &run()).expect("write");
+    let session = SqlSession::open(dir.path()).await.expect("open");
+    let n = count(
+        &session,
+        "SELECT COUNT(*) FROM units WHERE lower(kind) = 'theorem' AND length(substr(text, 1, 5)) = 5 \
+         AND regexp_like(text, '\\\\begin\\{') AND starts_with(unit_id, upper('t')) = false",
+    )
+    .await;
+    assert!(n > 0);
+}
