@@ -31,12 +31,27 @@ fn context(doc: &Document, i: usize) -> String {
             .map(|c| c.text.as_str())
             .collect::<Vec<_>>()
             .join("\n\n"),
-        UnitKind::Equation => doc.units[..i]
-            .iter()
-            .rev()
-            .find(|p| p.parent == u.parent && p.kind == UnitKind::Paragraph)
-            .map(|p| p.text.clone())
-            .unwrap_or_default(),
+        UnitKind::Equation => {
+            // Inside a theorem or proof: its text before the display; else the paragraph before.
+            match u.parent.map(|p| &doc.units[p]) {
+                Some(p)
+                    if !matches!(p.kind, UnitKind::Section | UnitKind::Document)
+                        && p.file == u.file
+                        && u.start_byte >= p.start_byte =>
+                {
+                    p.text
+                        .get(..u.start_byte - p.start_byte)
+                        .unwrap_or_default()
+                        .to_string()
+                }
+                _ => doc.units[..i]
+                    .iter()
+                    .rev()
+                    .find(|p| p.parent == u.parent && p.kind == UnitKind::Paragraph)
+                    .map(|p| p.text.clone())
+                    .unwrap_or_default(),
+            }
+        }
         _ => String::new(),
     }
 }

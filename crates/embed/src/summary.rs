@@ -94,6 +94,35 @@ fn take_words(text: &str, max: usize) -> String {
     out.join(" ")
 }
 
+/// Whether a summary says enough to relate it to anything: at least four words of four letters or more
+/// ("Example: Should be written as:" does not).
+fn has_content(summary: &str) -> bool {
+    summary
+        .split_whitespace()
+        .filter(|w| w.chars().filter(|c| c.is_alphanumeric()).count() > 3)
+        .count()
+        >= 4
+}
+
+/// The last sentences of `text`, up to `max` words.
+fn last_words(text: &str, max: usize) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for s in sentences(text).into_iter().rev() {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        if !out.is_empty() && out.len() + words.len() > max {
+            break;
+        }
+        let keep = words.len().min(max - out.len());
+        let mut merged: Vec<&str> = words[words.len() - keep..].to_vec();
+        merged.extend(out);
+        out = merged;
+        if out.len() >= max {
+            break;
+        }
+    }
+    out.join(" ")
+}
+
 /// Phrases that describe structure rather than content ("In this section we").
 fn drop_structural(text: &str) -> String {
     static STRUCTURAL: LazyLock<Regex> = LazyLock::new(|| {
@@ -114,13 +143,26 @@ pub fn summarize(u: &SummaryInput) -> String {
         UnitKind::Section | UnitKind::Document => {
             let body = drop_structural(&plain_text(u.context));
             let claim = take_words(&body, 60);
-            if title.is_empty() {
+            let summary = if title.is_empty() {
                 claim
             } else {
                 format!("{title}: {claim}")
+            };
+            if has_content(&summary) {
+                summary
+            } else {
+                String::new()
             }
         }
-        UnitKind::Paragraph | UnitKind::Proof => take_words(&drop_structural(&text), 40),
+        UnitKind::Paragraph | UnitKind::Proof => {
+            // "Should be written as:" has too little content to relate to anything.
+            let idea = take_words(&drop_structural(&text), 40);
+            if has_content(&idea) {
+                idea
+            } else {
+                String::new()
+            }
+        }
         UnitKind::Theorem => {
             let head = if title.is_empty() {
                 u.env.to_string()
@@ -136,19 +178,29 @@ pub fn summarize(u: &SummaryInput) -> String {
                 UnitKind::Algorithm => "algorithm for",
                 _ => "code listing:",
             };
-            let caption = if title.is_empty() {
-                take_words(&text, 30)
-            } else {
+            // Code carries no caption-like prose: a listing without a caption is not summarised
+            // (its code would make every uncaptioned listing look alike).
+            let caption = if !title.is_empty() {
                 take_words(&title, 75)
+            } else if u.kind == UnitKind::Listing {
+                String::new()
+            } else {
+                take_words(&text, 30)
             };
-            format!("{prefix} {caption}")
+            if caption.is_empty() {
+                String::new()
+            } else {
+                format!("{prefix} {caption}")
+            }
         }
         UnitKind::Equation => {
-            let around = take_words(&drop_structural(&plain_text(u.context)), 30);
+            // The explanation just before the display. Without one the unit is not summarised:
+            // bare symbols (or the kind alone) would make unrelated equations look alike.
+            let around = last_words(&drop_structural(&plain_text(u.context)), 30);
             if around.is_empty() {
-                format!("{} equation: {}", u.env, take_words(&text, 25))
+                String::new()
             } else {
-                around
+                format!("equation: {around}")
             }
         }
         UnitKind::Bibitem => take_words(&title, 30),
@@ -198,6 +250,24 @@ mod tests {
             fig.starts_with("figure showing Throughput of the parser."),
             "{fig}"
         );
+        assert_eq!(
+            summarize(&input(
+                UnitKind::Listing,
+                "```rust\nfn main() {}\n```",
+                None,
+                ""
+            )),
+            ""
+        );
+        assert_eq!(
+            summarize(&input(
+                UnitKind::Paragraph,
+                "Should be written as:",
+                None,
+                ""
+            )),
+            ""
+        );
         let tab = summarize(&input(UnitKind::Table, "", Some("Results"), ""));
         assert_eq!(tab, "table comparing Results");
         let long = "word ".repeat(300);
@@ -213,8 +283,18 @@ mod tests {
             sec.starts_with("Results: show that caching halves the cost."),
             "{sec}"
         );
-        let eq = summarize(&input(UnitKind::Equation, "E = mc^2", None, ""));
-        assert!(eq.starts_with("lemma equation: E = mc"), "{eq}");
+        let eq = summarize(&input(
+            UnitKind::Equation,
+            "E = mc^2",
+            None,
+            "Some setup. The energy of a body at rest is",
+        ));
+        assert_eq!(eq, "equation: Some setup. The energy of a body at rest is");
+        assert_eq!(
+            summarize(&input(UnitKind::Equation, "E = mc^2", None, "")),
+            "",
+            "no explanation, no summary"
+        );
         let thm = summarize(&input(
             UnitKind::Theorem,
             "Every group is a set.",
