@@ -7,8 +7,10 @@ use ledger_embed::summary::{SummaryInput, summarize};
 use ledger_embed::{Embedder, HashingEmbedder, HnswParams, NeighbourIndex, exact_pairs_above};
 use std::collections::HashSet;
 
-/// Below this many vectors the exact all-pairs search is cheaper than building an HNSW index.
-const EXACT_BELOW: usize = 1_000;
+/// Up to this many vectors in a scope the exact all-pairs search is used: it is deterministic (the
+/// HNSW build is not: hnsw_rs inserts in parallel with random levels) and, at opt-level 3, about as
+/// fast as building the index (20,000 vectors: 8 s exact against 18 s HNSW on 2 cores).
+const EXACT_BELOW: usize = 20_000;
 
 /// The embedder a configuration names.
 pub fn embedder(name: &str) -> Result<Box<dyn Embedder>> {

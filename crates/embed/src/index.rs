@@ -68,20 +68,28 @@ impl<'a> NeighbourIndex<'a> {
     /// The `k` nearest vectors to `query` as `(index, cosine)`, best first.
     pub fn search(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
         self.hnsw
-            .search(query, k, self.params.ef_search.max(k))
+            .search(query, k, self.params.ef_search.max(2 * k))
             .into_iter()
             .map(|n| (n.d_id, 1.0 - n.distance))
             .collect()
     }
 
-    /// Every pair whose cosine exceeds `theta`, found through each vector's `k` neighbours.
+    /// Every pair whose cosine exceeds `theta`, found through each vector's neighbours: `k` at
+    /// first, doubled while the farthest one is still above `theta` (dense clusters of near
+    /// duplicates, such as generated reference pages, have more than `k` such neighbours).
     pub fn pairs_above(&self, vectors: &[Vec<f32>], theta: f32) -> Vec<Pair> {
+        let n = vectors.len();
         let mut pairs: Vec<Pair> = vectors
             .par_iter()
             .enumerate()
             .flat_map_iter(|(i, v)| {
-                self.search(v, self.params.k + 1)
-                    .into_iter()
+                let mut k = self.params.k.max(1) + 1;
+                let mut hits = self.search(v, k);
+                while hits.len() >= k && k < n && hits.last().is_some_and(|h| h.1 > theta) {
+                    k = (k * 2).min(n);
+                    hits = self.search(v, k);
+                }
+                hits.into_iter()
                     .filter(move |&(j, s)| j != i && s > theta)
                     .map(move |(j, s)| (i.min(j), i.max(j), s))
             })

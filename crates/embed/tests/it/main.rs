@@ -91,3 +91,20 @@ fn search_finds_the_query_itself_first() {
         assert!((hits[0].1 - 1.0).abs() < 1e-4);
     }
 }
+
+#[test]
+fn clusters_larger_than_k_are_found_whole() {
+    // 100 near-duplicates per cluster: each vector has 99 neighbours above θ, three times k = 32.
+    let vectors = clustered(3_000, 128, 100, 3);
+    let theta = 0.5;
+    let exact = exact_pairs_above(&vectors, theta);
+    let approx =
+        NeighbourIndex::build(&vectors, HnswParams::default()).pairs_above(&vectors, theta);
+    let r = recall(&approx, &exact);
+    assert!(
+        exact.len() >= 30 * 4950 * 9 / 10,
+        "{} exact pairs",
+        exact.len()
+    );
+    assert!(r >= 0.99, "recall {r} in clusters larger than k");
+}
