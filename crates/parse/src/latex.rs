@@ -539,104 +539,18 @@ impl Latex {
                 j
             }
             "verb" | "lstinline" | "mintinline" | "Verb" => self.verb(file, text, i, after_star),
-            "usepackage"
-            | "RequirePackage"
-            | "bibliographystyle"
-            | "vspace"
-            | "hspace"
-            | "setlength"
-            | "addtolength"
-            | "pagestyle"
-            | "thispagestyle"
-            | "includegraphics"
-            | "crefname"
-            | "Crefname"
-            | "crefformat"
-            | "Crefformat"
-            | "theoremstyle"
-            | "newlength"
-            | "newcounter"
-            | "hypersetup"
-            | "title"
-            | "author"
-            | "date"
-            | "address"
-            | "email"
-            | "keywords"
-            | "subjclass"
-            | "thanks"
-            | "graphicspath"
-            | "lstset"
-            | "lstdefinestyle"
-            | "lstdefinelanguage"
-            | "definecolor"
-            | "DeclareMathOperator"
-            | "newif"
-            | "makeatletter"
-            | "makeatother"
-            | "maketitle"
-            | "tableofcontents"
-            | "listoffigures"
-            | "listoftables"
-            | "clearpage"
-            | "cleardoublepage"
-            | "newpage"
-            | "printbibliography"
-            | "printindex"
-            | "index"
-            | "nocite"
-            | "selectlanguage"
-            | "setdefaultlanguage"
-            | "addcontentsline"
-            | "markboth"
-            | "markright"
-            | "centering"
-            | "noindent"
-            | "medskip"
-            | "bigskip"
-            | "smallskip"
-            | "leanok"
-            | "lean"
-            | "mathlibok"
-            | "notready"
-            | "discussion"
-            | "proves" => {
-                if name == "newcounter"
-                    && let Some((c, e1)) = arg(text, j)
-                {
+            "newcounter" => match arg(text, j) {
+                Some((c, e1)) => {
                     let (w, e2) = opt(text, e1);
                     self.counters.define(c.trim(), w.as_deref().map(str::trim));
-                    return e2;
+                    e2
                 }
+                None => j,
+            },
+            _ if non_text_args(name).is_some() => {
                 let mut k = skip_opt(text, after_star);
-                if takes_arg(name) {
+                for _ in 0..non_text_args(name).unwrap_or(0) {
                     k = arg(text, k).map_or(k, |a| a.1);
-                    if matches!(
-                        name,
-                        "setlength"
-                            | "addtolength"
-                            | "crefname"
-                            | "Crefname"
-                            | "crefformat"
-                            | "Crefformat"
-                            | "definecolor"
-                            | "DeclareMathOperator"
-                            | "addcontentsline"
-                            | "markboth"
-                            | "lstdefinestyle"
-                            | "lstdefinelanguage"
-                    ) {
-                        k = arg(text, k).map_or(k, |a| a.1);
-                        if matches!(
-                            name,
-                            "crefname" | "Crefname" | "definecolor" | "addcontentsline"
-                        ) {
-                            k = arg(text, k).map_or(k, |a| a.1);
-                        }
-                        if name == "definecolor" {
-                            k = arg(text, k).map_or(k, |a| a.1);
-                        }
-                    }
                 }
                 k
             }
@@ -2018,28 +1932,31 @@ fn is_cite(name: &str) -> bool {
     CITE.is_match(name)
 }
 
-fn takes_arg(name: &str) -> bool {
-    !matches!(
-        name,
-        "makeatletter"
-            | "makeatother"
-            | "maketitle"
-            | "tableofcontents"
-            | "listoffigures"
-            | "listoftables"
-            | "clearpage"
-            | "cleardoublepage"
-            | "newpage"
-            | "centering"
-            | "noindent"
-            | "medskip"
-            | "bigskip"
-            | "smallskip"
-            | "leanok"
-            | "mathlibok"
-            | "notready"
-            | "printindex"
-    ) && (name != "printbibliography")
+/// Commands whose arguments are not prose, with the number of brace arguments each takes
+/// (after its optional ones): they open no paragraph and their arguments are skipped.
+fn non_text_args(name: &str) -> Option<usize> {
+    Some(match name {
+        "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures"
+        | "listoftables" | "clearpage" | "cleardoublepage" | "newpage" | "centering"
+        | "noindent" | "medskip" | "bigskip" | "smallskip" | "leanok" | "mathlibok"
+        | "notready" | "printindex" | "printbibliography" | "newif" => 0,
+        "usepackage" | "RequirePackage" | "bibliographystyle" | "vspace" | "hspace"
+        | "pagestyle" | "thispagestyle" | "includegraphics" | "theoremstyle" | "newlength"
+        | "hypersetup" | "title" | "author" | "date" | "address" | "email" | "keywords"
+        | "subjclass" | "thanks" | "graphicspath" | "lstset" | "index" | "nocite"
+        | "selectlanguage" | "setdefaultlanguage" | "lean" | "discussion" | "proves"
+        | "markright" => 1,
+        "setlength"
+        | "addtolength"
+        | "crefformat"
+        | "Crefformat"
+        | "DeclareMathOperator"
+        | "markboth"
+        | "lstdefinestyle"
+        | "lstdefinelanguage" => 2,
+        "crefname" | "Crefname" | "addcontentsline" | "definecolor" => 3,
+        _ => return None,
+    })
 }
 
 /// The reference commands in a macro expansion, with the label each names.
