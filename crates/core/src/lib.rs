@@ -59,21 +59,6 @@ pub enum UnitKind {
 }
 
 impl UnitKind {
-    /// Every kind, in display order.
-    pub const ALL: [UnitKind; 11] = [
-        UnitKind::Document,
-        UnitKind::Section,
-        UnitKind::Paragraph,
-        UnitKind::Figure,
-        UnitKind::Table,
-        UnitKind::Equation,
-        UnitKind::Theorem,
-        UnitKind::Proof,
-        UnitKind::Algorithm,
-        UnitKind::Listing,
-        UnitKind::Bibitem,
-    ];
-
     /// The name stored in the `units.kind` column.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -511,16 +496,6 @@ impl Document {
         }
         out
     }
-
-    /// The 1-based line of a byte offset in one of the document's files, given that file's text.
-    pub fn line_of(text: &str, byte: usize) -> usize {
-        let end = byte.min(text.len());
-        text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
-    }
 }
 
 /// blake3 hex digest of some bytes: the content hash used everywhere.
@@ -575,12 +550,5 @@ mod tests {
                 EdgeKind::Related
             ]
         );
-    }
-
-    #[test]
-    fn line_of_counts_newlines() {
-        assert_eq!(Document::line_of("a\nb\nc", 0), 1);
-        assert_eq!(Document::line_of("a\nb\nc", 2), 2);
-        assert_eq!(Document::line_of("a\nb\nc", 99), 3);
     }
 }

@@ -7,16 +7,6 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
     std::fs::write(dir.join(name), bytes).expect("write fixture");
 }
 
-fn parse_all(dir: &Path) -> Vec<Document> {
-    let (sources, _) = ledger_parse::discover(&[dir.to_path_buf()]);
-    let mut docs: Vec<_> = sources
-        .iter()
-        .map(|s| ledger_parse::parse(s, None))
-        .collect();
-    ledger_parse::resolve_corpus(&mut docs);
-    docs
-}
-
 fn diag<'a>(docs: &'a [Document], file: &str, needle: &str) -> &'a ledger_core::Diagnostic {
     docs.iter()
         .flat_map(|d| &d.diagnostics)
@@ -51,7 +41,7 @@ fn every_bad_input_is_a_diagnostic_with_file_and_line() {
     );
     write(d, "cycle-a.tex", b"A\n\\input{cycle-b}\n");
     write(d, "cycle-b.tex", b"B\n\n\\input{cycle-a}\n");
-    let docs = parse_all(d);
+    let docs = crate::parse_dir(d);
     assert_eq!(
         docs.len(),
         8,
@@ -102,7 +92,7 @@ fn a_fifty_megabyte_file_parses() {
         text.push_str(para);
     }
     write(dir.path(), "big.md", text.as_bytes());
-    let docs = parse_all(dir.path());
+    let docs = crate::parse_dir(dir.path());
     assert_eq!(docs[0].bytes as usize, text.len());
     assert!(docs[0].units.len() > 500_000);
     assert!(
