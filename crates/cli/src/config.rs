@@ -20,6 +20,54 @@ pub struct Config {
     pub sql: SqlConfig,
     /// RELATED edges.
     pub related: RelatedConfig,
+    /// Summaries and embeddings.
+    pub embed: EmbedConfig,
+    /// The chat endpoint.
+    pub llm: LlmConfig,
+}
+
+/// Settings of summaries and embedders.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedConfig {
+    /// `auto`, `hash`, `minilm` or `openai`.
+    pub embedder: String,
+    /// MiniLM weights folder; empty = the default location.
+    pub model_dir: String,
+    /// `extractive` or `llm`.
+    pub summarizer: String,
+    /// Embeddings endpoint base URL.
+    pub url: String,
+    /// Embeddings model name.
+    pub model: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Texts per request.
+    pub batch: usize,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Seconds per attempt.
+    pub timeout_secs: u64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+}
+
+/// Settings of the chat endpoint.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL; empty = none.
+    pub url: String,
+    /// Model name.
+    pub model: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Seconds per attempt.
+    pub timeout_secs: u64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
 }
 
 /// Settings of the semantic layer (RELATED edges).
@@ -28,8 +76,6 @@ pub struct Config {
 pub struct RelatedConfig {
     /// Compute RELATED edges at all.
     pub enabled: bool,
-    /// Embedder name (`hash`).
-    pub embedder: String,
     /// Cosine threshold.
     pub theta: f64,
     /// `document` or `corpus`.

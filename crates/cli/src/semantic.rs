@@ -1,23 +1,122 @@
 //! The semantic layer of `ledger index`: summaries → embeddings → RELATED edges.
 
-use crate::config::RelatedConfig;
+use crate::config::{EmbedConfig, LlmConfig, RelatedConfig};
 use anyhow::{Result, bail};
 use ledger_core::{Document, Edge, EdgeKind, Semantic, UnitEmbedding, UnitKind, content_hash};
-use ledger_embed::summary::{SummaryInput, summarize};
-use ledger_embed::{Embedder, HashingEmbedder, HnswParams, NeighbourIndex, exact_pairs_above};
-use std::collections::HashSet;
+use ledger_embed::summary::{SummaryInput, input_hash, summarize};
+use ledger_embed::{
+    Embedder, Extractive, HashingEmbedder, HnswParams, MiniLm, NeighbourIndex, Summarizer,
+    exact_pairs_above,
+};
+use ledger_llm::{Client, Endpoint, LlmSummarizer, OpenAiEmbedder};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// Up to this many vectors in a scope the exact all-pairs search is used: it is deterministic (the
 /// HNSW build is not: hnsw_rs inserts in parallel with random levels) and, at opt-level 3, about as
 /// fast as building the index (20,000 vectors: 8 s exact against 18 s HNSW on 2 cores).
 const EXACT_BELOW: usize = 20_000;
 
-/// The embedder a configuration names.
-pub fn embedder(name: &str) -> Result<Box<dyn Embedder>> {
-    match name {
-        "hash" => Ok(Box::new(HashingEmbedder)),
-        other => bail!("related.embedder = {other:?}: expected \"hash\""),
+/// The summarizer and embedder of a run.
+pub struct Models {
+    /// Writes the summaries.
+    pub summarizer: Box<dyn Summarizer>,
+    /// Embeds them.
+    pub embedder: Box<dyn Embedder>,
+}
+
+/// The MiniLM weights folder: `embed.model_dir`, else [`ledger_embed::minilm::default_dir`].
+pub fn minilm_dir(config: &EmbedConfig) -> PathBuf {
+    if config.model_dir.is_empty() {
+        ledger_embed::minilm::default_dir()
+    } else {
+        PathBuf::from(&config.model_dir)
     }
+}
+
+fn endpoint(
+    section: &str,
+    url: &str,
+    model: &str,
+    api_key_env: &str,
+    limits: (usize, u64, u32),
+) -> Result<Endpoint> {
+    if url.is_empty() || model.is_empty() {
+        bail!("{section}.url and {section}.model must be set (an OpenAI-compatible endpoint)");
+    }
+    let mut e = Endpoint::new(url, model);
+    e.api_key = (!api_key_env.is_empty())
+        .then(|| std::env::var(api_key_env).ok())
+        .flatten();
+    (e.concurrency, e.timeout, e.max_retries) = (limits.0, Duration::from_secs(limits.1), limits.2);
+    Ok(e)
+}
+
+/// The summarizer and embedder the configuration names.
+pub fn models(config: &EmbedConfig, llm: &LlmConfig) -> Result<Models> {
+    let summarizer: Box<dyn Summarizer> = match config.summarizer.as_str() {
+        "extractive" => Box::new(Extractive),
+        "llm" => {
+            let e = endpoint(
+                "llm",
+                &llm.url,
+                &llm.model,
+                &llm.api_key_env,
+                (llm.concurrency, llm.timeout_secs, llm.max_retries),
+            )?;
+            Box::new(LlmSummarizer::new(Client::new(e)?))
+        }
+        other => bail!("embed.summarizer = {other:?}: expected \"extractive\" or \"llm\""),
+    };
+    let dir = minilm_dir(config);
+    let embedder: Box<dyn Embedder> = match config.embedder.as_str() {
+        "hash" => Box::new(HashingEmbedder),
+        "auto" if !ledger_embed::minilm::is_installed(&dir) => Box::new(HashingEmbedder),
+        "auto" | "minilm" => {
+            if !ledger_embed::minilm::is_installed(&dir) {
+                bail!(
+                    "embed.embedder = \"minilm\" but {} lacks its weights; run `ledger models install minilm`",
+                    dir.display()
+                );
+            }
+            Box::new(MiniLm::load(&dir)?)
+        }
+        "openai" => {
+            let e = endpoint(
+                "embed",
+                &config.url,
+                &config.model,
+                &config.api_key_env,
+                (config.concurrency, config.timeout_secs, config.max_retries),
+            )?;
+            Box::new(OpenAiEmbedder::new(Client::new(e)?, config.batch)?)
+        }
+        other => {
+            bail!(
+                "embed.embedder = {other:?}: expected \"auto\", \"hash\", \"minilm\" or \"openai\""
+            )
+        }
+    };
+    Ok(Models {
+        summarizer,
+        embedder,
+    })
+}
+
+/// What the semantic layer reused from the previous graph and what it computed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    /// Summaries taken from the previous graph (same summarizer, same input).
+    pub summaries_reused: usize,
+    /// Non-empty summaries written in this run.
+    pub summaries_written: usize,
+    /// Units whose summarizer failed (the extractive summary stands in; retried next run).
+    pub summary_failures: usize,
+    /// Vectors taken from the previous graph (same model, same summary).
+    pub vectors_reused: usize,
+    /// Vectors computed in this run.
+    pub vectors_computed: usize,
 }
 
 /// The text around a unit that its summary needs: a section's first paragraphs, the paragraph
@@ -58,35 +157,132 @@ fn context(doc: &Document, i: usize) -> String {
     }
 }
 
-/// Summaries, embeddings and RELATED edges for the documents (bibliography entries are not embedded).
-pub fn compute(docs: &[Document], config: &RelatedConfig) -> Result<Semantic> {
-    let embedder = embedder(&config.embedder)?;
+/// Summaries, embeddings and RELATED edges for the documents (bibliography entries are not
+/// embedded). Summaries and vectors of `previous` (the graph's last version) are reused where the
+/// summarizer and its input, or the model and the summary, are unchanged.
+pub fn compute(
+    docs: &[Document],
+    config: &RelatedConfig,
+    models: &Models,
+    previous: Option<&Semantic>,
+) -> Result<(Semantic, Stats)> {
+    let (summarizer, embedder) = (models.summarizer.as_ref(), models.embedder.as_ref());
     let corpus_scope = match config.scope.as_str() {
         "document" => false,
         "corpus" => true,
         other => bail!("related.scope = {other:?}: expected \"document\" or \"corpus\""),
     };
-    let mut items: Vec<(usize, usize, String)> = Vec::new();
+    let mut stats = Stats::default();
+    // Summaries: cached by (summarizer, input hash).
+    let mut targets: Vec<(usize, usize, String)> = Vec::new();
     for (d, doc) in docs.iter().enumerate() {
         for (i, u) in doc.units.iter().enumerate() {
-            if matches!(u.kind, UnitKind::Document | UnitKind::Bibitem) {
-                continue;
+            if !matches!(u.kind, UnitKind::Document | UnitKind::Bibitem) {
+                targets.push((d, i, context(doc, i)));
             }
-            let ctx = context(doc, i);
-            let summary = summarize(&SummaryInput {
+        }
+    }
+    let inputs: Vec<SummaryInput> = targets
+        .iter()
+        .map(|(d, i, ctx)| {
+            let u = &docs[*d].units[*i];
+            SummaryInput {
                 kind: u.kind,
                 env: &u.env,
                 title: u.title.as_deref(),
                 text: &u.text,
-                context: &ctx,
-            });
-            if !summary.trim().is_empty() {
-                items.push((d, i, summary));
+                context: ctx,
             }
-        }
+        })
+        .collect();
+    let hashes: Vec<String> = inputs.iter().map(input_hash).collect();
+    let summary_cache: HashMap<&str, &str> = previous
+        .filter(|p| p.summarizer == summarizer.name())
+        .map(|p| {
+            p.embeddings
+                .iter()
+                .filter(|e| !e.input_hash.is_empty())
+                .map(|e| (e.input_hash.as_str(), e.summary.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut summaries: Vec<Option<String>> = hashes
+        .iter()
+        .map(|h| summary_cache.get(h.as_str()).map(|s| (*s).to_string()))
+        .collect();
+    stats.summaries_reused = summaries.iter().filter(|s| s.is_some()).count();
+    let missing: Vec<usize> = (0..inputs.len())
+        .filter(|&k| summaries[k].is_none())
+        .collect();
+    let fresh = summarizer.summarize(&missing.iter().map(|&k| inputs[k]).collect::<Vec<_>>());
+    let mut uncached: HashSet<usize> = HashSet::new();
+    for (&k, result) in missing.iter().zip(fresh) {
+        summaries[k] = Some(match result {
+            Ok(s) => {
+                // Units with nothing to summarise are not stored, hence never cached; they cost
+                // nothing (no LLM request either), so they are not counted.
+                stats.summaries_written += usize::from(!s.trim().is_empty());
+                s
+            }
+            Err(e) => {
+                tracing::warn!(unit = %docs[targets[k].0].units[targets[k].1].id, error = %e, "summary failed");
+                stats.summary_failures += 1;
+                uncached.insert(k);
+                summarize(&inputs[k])
+            }
+        });
     }
-    let texts: Vec<&str> = items.iter().map(|(_, _, s)| s.as_str()).collect();
-    let vectors = embedder.embed(&texts)?;
+    // Units with nothing worth embedding are left out.
+    let items: Vec<(usize, usize, String, String)> = targets
+        .iter()
+        .zip(summaries)
+        .zip(&hashes)
+        .enumerate()
+        .filter_map(|(k, (((d, i, _), summary), hash))| {
+            let summary = summary.unwrap_or_default();
+            let hash = if uncached.contains(&k) {
+                String::new()
+            } else {
+                hash.clone()
+            };
+            (!summary.trim().is_empty()).then_some((*d, *i, summary, hash))
+        })
+        .collect();
+    // Vectors: cached by (model, summary hash).
+    let summary_hashes: Vec<String> = items
+        .iter()
+        .map(|(_, _, s, _)| content_hash(s.as_bytes()))
+        .collect();
+    let vector_cache: HashMap<&str, &Vec<f32>> = previous
+        .filter(|p| p.model == embedder.model() && p.dim == embedder.dim())
+        .map(|p| {
+            p.embeddings
+                .iter()
+                .map(|e| (e.summary_hash.as_str(), &e.vector))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut vectors: Vec<Option<Vec<f32>>> = summary_hashes
+        .iter()
+        .map(|h| vector_cache.get(h.as_str()).map(|v| (*v).clone()))
+        .collect();
+    stats.vectors_reused = vectors.iter().filter(|v| v.is_some()).count();
+    let missing: Vec<usize> = (0..items.len()).filter(|&k| vectors[k].is_none()).collect();
+    let texts: Vec<&str> = missing.iter().map(|&k| items[k].2.as_str()).collect();
+    let computed = embedder.embed(&texts)?;
+    if computed.len() != texts.len() {
+        bail!(
+            "embedder {} returned {} vectors for {} texts",
+            embedder.model(),
+            computed.len(),
+            texts.len()
+        );
+    }
+    for (&k, v) in missing.iter().zip(computed) {
+        vectors[k] = Some(v);
+    }
+    stats.vectors_computed = missing.len();
+    let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();
     // Pairs already linked by any edge keep that edge (REFERENCES > DEPENDS > CONTAINS > RELATED).
     let mut linked: HashSet<(usize, usize, usize, usize)> = HashSet::new();
     for (d, doc) in docs.iter().enumerate() {
@@ -116,7 +312,7 @@ pub fn compute(docs: &[Document], config: &RelatedConfig) -> Result<Semantic> {
         vec![(0..items.len()).collect()]
     } else {
         let mut g: Vec<Vec<usize>> = vec![Vec::new(); docs.len()];
-        for (k, (d, _, _)) in items.iter().enumerate() {
+        for (k, (d, _, _, _)) in items.iter().enumerate() {
             g[*d].push(k);
         }
         g
@@ -157,22 +353,30 @@ pub fn compute(docs: &[Document], config: &RelatedConfig) -> Result<Semantic> {
         }
     }
     let embeddings = items
-        .iter()
+        .into_iter()
+        .zip(summary_hashes)
         .zip(vectors)
-        .map(|((d, i, summary), vector)| UnitEmbedding {
-            doc_id: docs[*d].id.clone(),
-            unit_id: docs[*d].units[*i].id.clone(),
-            summary_hash: content_hash(summary.as_bytes()),
-            summary: summary.clone(),
-            vector,
-        })
+        .map(
+            |(((d, i, summary, input_hash), summary_hash), vector)| UnitEmbedding {
+                doc_id: docs[d].id.clone(),
+                unit_id: docs[d].units[i].id.clone(),
+                input_hash,
+                summary_hash,
+                summary,
+                vector,
+            },
+        )
         .collect();
-    Ok(Semantic {
-        model: embedder.model().to_string(),
-        dim: embedder.dim(),
-        embeddings,
-        related,
-    })
+    Ok((
+        Semantic {
+            model: embedder.model().to_string(),
+            dim: embedder.dim(),
+            summarizer: summarizer.name().to_string(),
+            embeddings,
+            related,
+        },
+        stats,
+    ))
 }
 
 /// `ledger similar`: the `k` units nearest to `unit` (exact cosine over the graph's embeddings).

@@ -386,6 +386,9 @@ pub struct UnitEmbedding {
     pub doc_id: String,
     /// Unit id.
     pub unit_id: String,
+    /// blake3 of what the summarizer read (kind, title, text, context): with the summarizer's
+    /// name, the cache key of the summary.
+    pub input_hash: String,
     /// The text that was embedded (the unit's type-specific summary).
     pub summary: String,
     /// blake3 of the summary: with the model name, the cache key of the vector.
@@ -401,6 +404,8 @@ pub struct Semantic {
     pub model: String,
     /// Vector length.
     pub dim: usize,
+    /// The summarizer that wrote the summaries (`extractive-v1`, or an LLM's model name).
+    pub summarizer: String,
     /// One embedding per embedded unit.
     pub embeddings: Vec<UnitEmbedding>,
     /// RELATED edges, one per unordered pair, `score` = cosine.

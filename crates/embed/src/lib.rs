@@ -1,17 +1,21 @@
 //! The semantic layer: type-specific unit summaries, embedders behind one trait, and the HNSW
 //! index that finds RELATED candidates (cosine above θ).
 //!
-//! Work in progress (issue 3): the offline summarizer, the offline hashing embedder and the HNSW
-//! index with its exact counterpart are here; MiniLM through candle, the OpenAI-compatible
-//! embedder, the `embeddings` table and RELATED edges in the graph come next. This crate does no
-//! network IO of its own and knows nothing of storage.
+//! Embedders here run in-process: the offline hashing embedder (no download) and
+//! all-MiniLM-L6-v2 through candle. Embedders that call a service implement [`Embedder`] in
+//! `ledger-llm`. This crate does no network IO and knows nothing of storage.
 
 pub mod hashing;
 pub mod index;
+pub mod minilm;
 pub mod summary;
 
 pub use hashing::HashingEmbedder;
-pub use index::{HnswParams, NeighbourIndex, exact_pairs_above, recall};
+pub use index::{
+    HnswParams, NeighbourIndex, clustered, exact_pairs_above, exact_rows_above, recall,
+};
+pub use minilm::MiniLm;
+pub use summary::{Extractive, Summarizer, SummaryInput};
 
 /// Errors of embedders, by category.
 #[derive(Debug, thiserror::Error)]

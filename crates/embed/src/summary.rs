@@ -135,6 +135,49 @@ fn drop_structural(text: &str) -> String {
         .join(" ")
 }
 
+/// Writes the summaries that get embedded. Implementations: [`Extractive`] (offline default) and
+/// the LLM summarizer of `ledger-llm`.
+pub trait Summarizer: Send + Sync {
+    /// Recorded with every summary; with the input hash, the cache key of a summary.
+    fn name(&self) -> &str;
+    /// One summary per input, in order; an empty summary means "not worth embedding". A failed
+    /// unit is an `Err` in its own slot, so one bad answer does not sink the others.
+    fn summarize(&self, inputs: &[SummaryInput<'_>]) -> Vec<Result<String, crate::EmbedError>>;
+}
+
+/// The offline extractive summarizer ([`summarize`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extractive;
+
+/// Name of the offline summarizer; bump the suffix whenever its output changes.
+pub const EXTRACTIVE: &str = "extractive-v1";
+
+impl Summarizer for Extractive {
+    fn name(&self) -> &str {
+        EXTRACTIVE
+    }
+
+    fn summarize(&self, inputs: &[SummaryInput<'_>]) -> Vec<Result<String, crate::EmbedError>> {
+        inputs.iter().map(|u| Ok(summarize(u))).collect()
+    }
+}
+
+/// blake3 of everything a summarizer reads about a unit: the summary cache key (with its name).
+pub fn input_hash(u: &SummaryInput) -> String {
+    let mut bytes = Vec::with_capacity(u.text.len() + u.context.len() + 64);
+    for part in [
+        u.kind.as_str(),
+        u.env,
+        u.title.unwrap_or_default(),
+        u.text,
+        u.context,
+    ] {
+        bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(part.as_bytes());
+    }
+    ledger_core::content_hash(&bytes)
+}
+
 /// The offline summary of one unit.
 pub fn summarize(u: &SummaryInput) -> String {
     let text = plain_text(u.text);

@@ -30,7 +30,9 @@ pub fn read_embeddings(graph: &Path) -> Result<Semantic> {
             column::<StringArray>(&batch, "unit_id")?,
             column::<StringArray>(&batch, "model")?,
         );
-        let (summaries, hashes) = (
+        let (summarizers, inputs, summaries, hashes) = (
+            column::<StringArray>(&batch, "summarizer")?,
+            column::<StringArray>(&batch, "input_hash")?,
             column::<StringArray>(&batch, "summary")?,
             column::<StringArray>(&batch, "summary_hash")?,
         );
@@ -38,6 +40,7 @@ pub fn read_embeddings(graph: &Path) -> Result<Semantic> {
         semantic.dim = vectors.value_length() as usize;
         for i in 0..batch.num_rows() {
             semantic.model = models.value(i).to_string();
+            semantic.summarizer = summarizers.value(i).to_string();
             let v = vectors.value(i);
             let values = v
                 .as_any()
@@ -47,6 +50,7 @@ pub fn read_embeddings(graph: &Path) -> Result<Semantic> {
             semantic.embeddings.push(UnitEmbedding {
                 doc_id: docs.value(i).to_string(),
                 unit_id: units.value(i).to_string(),
+                input_hash: inputs.value(i).to_string(),
                 summary: summaries.value(i).to_string(),
                 summary_hash: hashes.value(i).to_string(),
                 vector: values,

@@ -5,7 +5,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::sync::{Arc, LazyLock};
 
 /// Version of the table layout, stored in every graph's `manifest.json`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The tables of a graph, in the order they are written.
 pub const TABLES: [&str; 8] = [
@@ -140,13 +140,16 @@ pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// `embeddings(doc_id, unit_id, model, summary, summary_hash, vector)`; `vector` is a
-/// `FixedSizeList<Float32>` of the model's dimension.
+/// `embeddings(doc_id, unit_id, model, summarizer, input_hash, summary, summary_hash, vector)`;
+/// `vector` is a `FixedSizeList<Float32>` of the model's dimension. `(summarizer, input_hash)` keys
+/// the summary cache and `(model, summary_hash)` the vector cache of the next run.
 pub fn embeddings(dim: usize) -> SchemaRef {
     Arc::new(Schema::new(vec![
         s("doc_id"),
         s("unit_id"),
         s("model"),
+        s("summarizer"),
+        s("input_hash"),
         s("summary"),
         s("summary_hash"),
         Field::new(

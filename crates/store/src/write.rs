@@ -256,6 +256,8 @@ fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
             strings(rows.iter().map(|e| e.doc_id.as_str())),
             strings(rows.iter().map(|e| e.unit_id.as_str())),
             strings(rows.iter().map(|_| semantic.model.as_str())),
+            strings(rows.iter().map(|_| semantic.summarizer.as_str())),
+            strings(rows.iter().map(|e| e.input_hash.as_str())),
             strings(rows.iter().map(|e| e.summary.as_str())),
             strings(rows.iter().map(|e| e.summary_hash.as_str())),
             Arc::new(vectors),

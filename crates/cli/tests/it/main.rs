@@ -4,10 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Runs `ledger`. Tests use the offline hashing embedder unless they name one with `--embedder`
+/// (MiniLM, the default when installed, has its own test).
 fn ledger(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ledger"))
         .args(args)
         .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EMBED_EMBEDDER", "hash")
         .output()
         .expect("ledger runs")
 }
@@ -294,4 +297,134 @@ fn related_edges_embeddings_and_similar() {
         .collect();
     assert_eq!(scores.len(), 3);
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+}
+
+/// The `cache:` line of `ledger index` as (summaries reused, vectors reused, summaries written,
+/// vectors computed).
+fn cache_line(out: &str) -> (usize, usize, usize, usize) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("cache: "))
+        .unwrap_or_else(|| panic!("no cache line in {out}"));
+    let n: Vec<usize> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (n[0], n[1], n[2], n[3])
+}
+
+#[test]
+fn a_rerun_embeds_only_changed_units() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = dir.path().join("paper");
+    std::fs::create_dir(&doc).expect("mkdir");
+    let src = root().join("datasets/paper-carleson-lean");
+    for f in ["main.tex", "references.bib"] {
+        std::fs::copy(src.join(f), doc.join(f)).expect("copy");
+    }
+    let graph = dir.path().join("graph");
+    let run = || {
+        let o = ledger(&[
+            "index",
+            doc.to_str().expect("utf8"),
+            "--out",
+            graph.to_str().expect("utf8"),
+            "--no-progress",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        cache_line(&stdout(&o))
+    };
+    let (s_reused, v_reused, written, computed) = run();
+    assert_eq!((s_reused, v_reused), (0, 0));
+    assert!(written > 100 && computed > 100, "{written} {computed}");
+    // Unchanged: everything comes from the previous version.
+    let (s_reused, v_reused, written2, computed2) = run();
+    assert_eq!((written2, computed2), (0, 0));
+    assert_eq!(s_reused, written);
+    assert_eq!(v_reused, computed);
+    // One paragraph edited: its summary and vector are recomputed, and the section that
+    // summarises its first paragraphs; nothing else.
+    let main = doc.join("main.tex");
+    let text = std::fs::read_to_string(&main).expect("read");
+    let needle = "\\section{Introduction}\\label{sec:intro}";
+    let at = text.find(needle).expect("an introduction") + needle.len();
+    let edited = format!(
+        "{}\n\nThe Carleson operator controls the pointwise convergence of Fourier series almost everywhere.\n{}",
+        &text[..at],
+        &text[at..]
+    );
+    std::fs::write(&main, edited).expect("write");
+    let (_, _, written3, computed3) = run();
+    assert!(
+        (1..=3).contains(&written3),
+        "{written3} summaries rewritten"
+    );
+    assert!((1..=3).contains(&computed3), "{computed3} vectors computed");
+}
+
+/// The MiniLM weights folder the binary will use, or `None` (an error when CI requires them).
+fn minilm_installed() -> bool {
+    let o = ledger(&["models", "path"]);
+    let dir = PathBuf::from(stdout(&o).trim());
+    let ok = ["config.json", "tokenizer.json", "model.safetensors"]
+        .iter()
+        .all(|f| dir.join(f).is_file());
+    assert!(
+        ok || std::env::var("LEDGER_REQUIRE_MINILM").as_deref() != Ok("1"),
+        "LEDGER_REQUIRE_MINILM=1 but {} lacks the MiniLM weights",
+        dir.display()
+    );
+    ok
+}
+
+#[test]
+fn minilm_embeddings_and_related_edges_end_to_end() {
+    if !minilm_installed() {
+        eprintln!("skipped: MiniLM is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    let g = graph.to_str().expect("utf8");
+    let o = ledger(&[
+        "index",
+        root()
+            .join("datasets/paper-carleson-lean")
+            .to_str()
+            .expect("utf8"),
+        "--out",
+        g,
+        "--no-progress",
+        "--embedder",
+        "minilm",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("all-MiniLM-L6-v2"), "{}", stdout(&o));
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "csv",
+        "SELECT MIN(model) AS m, COUNT(*) AS n, MIN(arrow_typeof(vector)) AS t FROM embeddings",
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("all-MiniLM-L6-v2,"), "{out}");
+    assert!(
+        out.contains("FixedSizeList(384 x Float32)") || out.contains("FixedSizeList"),
+        "{out}"
+    );
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "csv",
+        "SELECT COUNT(*) AS n, MIN(score) AS lo, MAX(evidence) AS e FROM edges WHERE kind = 'RELATED'",
+    ]);
+    let row = stdout(&o).lines().nth(1).expect("a row").to_string();
+    let cols: Vec<&str> = row.split(',').collect();
+    assert!(cols[0].parse::<i64>().expect("count") > 0, "{row}");
+    assert!(cols[1].parse::<f64>().expect("score") > 0.7, "{row}");
+    assert_eq!(cols[2], "all-MiniLM-L6-v2");
 }

