@@ -18,12 +18,26 @@ pub struct Config {
     pub verify: VerifyConfig,
     /// `ledger sql`.
     pub sql: SqlConfig,
+    /// DEPENDS edges.
+    pub depends: DependsConfig,
     /// RELATED edges.
     pub related: RelatedConfig,
     /// Summaries and embeddings.
     pub embed: EmbedConfig,
     /// The chat endpoint.
     pub llm: LlmConfig,
+}
+
+/// Settings of DEPENDS edges.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DependsConfig {
+    /// Judge DEPENDS edges at all.
+    pub enabled: bool,
+    /// `offline`.
+    pub judge: String,
+    /// Preceding units per candidate window.
+    pub window: usize,
 }
 
 /// Settings of summaries and embedders.

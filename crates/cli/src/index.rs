@@ -1,6 +1,6 @@
 //! `ledger index` and `ledger verify`: discover, parse in parallel, resolve, then write or report.
 
-use crate::config::{IndexConfig, RelatedConfig, VerifyConfig};
+use crate::config::{DependsConfig, IndexConfig, RelatedConfig, VerifyConfig};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Severity, UnitKind};
@@ -65,11 +65,12 @@ pub fn index(
     paths: &[PathBuf],
     out: &Path,
     config: &IndexConfig,
+    depends: &DependsConfig,
     related: &RelatedConfig,
     models: Option<&crate::semantic::Models>,
 ) -> Result<()> {
     let started_at = ledger_store::now_rfc3339();
-    let corpus = load(paths, config)?;
+    let mut corpus = load(paths, config)?;
     // A missing input must not replace a good graph with an empty one.
     let bad_inputs: Vec<String> = corpus
         .diagnostics
@@ -89,6 +90,11 @@ pub fn index(
     {
         eprintln!("{d}");
     }
+    let depends_start = Instant::now();
+    if depends.enabled {
+        judge_depends(&mut corpus.docs, depends)?;
+    }
+    let depends_seconds = depends_start.elapsed().as_secs_f64();
     let semantic_start = Instant::now();
     let (semantic, stats) = match models {
         Some(models) => {
@@ -121,6 +127,13 @@ pub fn index(
         ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &semantic, &run)
             .with_context(|| format!("writing graph {}", out.display()))?;
     print!("{}", summary(&corpus));
+    if depends.enabled {
+        let n: usize = corpus.docs.iter().map(|d| d.depends.len()).sum();
+        println!(
+            "depends: {n} DEPENDS edges ({} judge, window {}), in {depends_seconds:.2} s",
+            depends.judge, depends.window
+        );
+    }
     if models.is_some() {
         println!(
             "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}, summaries {}), in {semantic_seconds:.2} s",
@@ -153,6 +166,22 @@ pub fn index(
         manifest.version,
         write_start.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Judges DEPENDS edges of every document (rayon over documents).
+fn judge_depends(docs: &mut [Document], config: &DependsConfig) -> Result<()> {
+    let judge: Box<dyn ledger_llm::depends::Judge> = match config.judge.as_str() {
+        "offline" => Box::new(ledger_llm::depends::OfflineJudge),
+        other => anyhow::bail!("depends.judge = {other:?}: expected \"offline\""),
+    };
+    let results: Vec<Result<Vec<ledger_core::Edge>, ledger_llm::LlmError>> = docs
+        .par_iter()
+        .map(|d| ledger_llm::depends::depends_edges(d, judge.as_ref(), config.window))
+        .collect();
+    for (doc, edges) in docs.iter_mut().zip(results) {
+        doc.depends = edges.with_context(|| format!("judging DEPENDS edges of {}", doc.id))?;
+    }
     Ok(())
 }
 

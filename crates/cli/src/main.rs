@@ -48,6 +48,9 @@ enum Command {
         /// Do not compute RELATED edges (summaries, embeddings).
         #[arg(long)]
         no_related: bool,
+        /// Do not judge DEPENDS edges.
+        #[arg(long)]
+        no_depends: bool,
         /// Embedder of summaries: `auto`, `hash`, `minilm` or `openai`.
         #[arg(long)]
         embedder: Option<String>,
@@ -161,6 +164,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_tokens,
             no_progress,
             no_related,
+            no_depends,
             embedder,
             summarizer,
             theta,
@@ -186,7 +190,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 None
             };
-            index::index(&paths, &out, &c, &r, models.as_ref())?;
+            let mut d = config.depends;
+            d.enabled &= !no_depends;
+            index::index(&paths, &out, &c, &d, &r, models.as_ref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sql {

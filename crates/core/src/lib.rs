@@ -435,6 +435,8 @@ pub struct Document {
     pub content_hash: String,
     /// Other documents whose labels this one may name, as `(label prefix, path)` (LaTeX `\externaldocument`).
     pub externals: Vec<(String, String)>,
+    /// DEPENDS edges judged for this document (dependent → prerequisite), empty until judged.
+    pub depends: Vec<Edge>,
 }
 
 impl Document {

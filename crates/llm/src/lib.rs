@@ -7,6 +7,7 @@
 //! tokio runtime) so that stage code need not be async.
 
 pub mod client;
+pub mod depends;
 pub mod embeddings;
 pub mod summaries;
 

@@ -133,12 +133,17 @@ fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
     )
 }
 
-/// Every edge: CONTAINS and REFERENCES of the documents, RELATED of the semantic layer,
+/// Every edge: CONTAINS, REFERENCES and DEPENDS of the documents, RELATED of the semantic layer,
 /// sorted for byte-identical output.
 pub(crate) fn all_edges(docs: &[&Document], semantic: &Semantic) -> Vec<Edge> {
     let mut edges: Vec<Edge> = docs
         .iter()
-        .flat_map(|d| d.contains_edges().into_iter().chain(d.reference_edges()))
+        .flat_map(|d| {
+            d.contains_edges()
+                .into_iter()
+                .chain(d.reference_edges())
+                .chain(d.depends.iter().cloned())
+        })
         .chain(semantic.related.iter().cloned())
         .collect();
     edges.sort_by(|a, b| {

@@ -122,8 +122,16 @@ fn minilm_puts_paraphrases_above_theta_and_unrelated_text_below() {
     // Batched together, so padding to the longest text is exercised: the mask must hide it.
     let texts: Vec<&str> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
     let v = model.embed(&texts).expect("embeds");
+    let hashed = ledger_embed::HashingEmbedder.embed(&texts).expect("hashes");
     for (k, (a, b, want)) in pairs.iter().enumerate() {
         let got = cosine(&v[2 * k], &v[2 * k + 1]);
+        // The documented difference of scale: the hashing embedder scores these pairs lower.
+        let h = cosine(&hashed[2 * k], &hashed[2 * k + 1]);
+        eprintln!("{a} / {b}: MiniLM {got:.3}, hashing {h:.3}");
+        assert!(
+            h < got.max(0.1),
+            "hashing {h} above MiniLM {got} for {a} / {b}"
+        );
         assert!(
             (got - want).abs() < 1e-3,
             "{a} / {b}: {got} (reference {want})"

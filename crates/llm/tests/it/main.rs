@@ -1,5 +1,6 @@
 //! The endpoint clients against a real local HTTP server that answers, fails and misbehaves.
 
+mod depends;
 mod server;
 
 use ledger_core::UnitKind;
