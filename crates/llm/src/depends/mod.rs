@@ -28,14 +28,38 @@ pub struct DocContext<'a> {
     pub doc: &'a Document,
     /// Its introductions.
     pub intro: Introductions,
+    /// Per unit: earlier units of the same document it names explicitly (`\ref`, prose, links;
+    /// never `\uses`), with the mention text.
+    pub cited: Vec<Vec<(usize, String)>>,
 }
 
 impl<'a> DocContext<'a> {
     /// Prepares `doc`.
     pub fn new(doc: &'a Document) -> Self {
+        let index: std::collections::HashMap<&str, usize> = doc
+            .units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (u.id.as_str(), i))
+            .collect();
+        let mut cited: Vec<Vec<(usize, String)>> = vec![Vec::new(); doc.units.len()];
+        for m in &doc.mentions {
+            if m.kind == ledger_core::MentionKind::Uses {
+                continue;
+            }
+            if let ledger_core::Resolution::Resolved { doc: d, unit } = &m.resolution
+                && d == &doc.id
+                && let Some(&j) = index.get(unit.as_str())
+                && j < m.unit
+                && !cited[m.unit].iter().any(|(k, _)| *k == j)
+            {
+                cited[m.unit].push((j, m.text.clone()));
+            }
+        }
         DocContext {
             doc,
             intro: Introductions::of(doc),
+            cited,
         }
     }
 }
@@ -85,16 +109,18 @@ fn is_ancestor(doc: &Document, a: usize, b: usize) -> bool {
 }
 
 /// Candidates of unit `i`: the `window` nearest preceding judgeable units, then earlier units
-/// that introduce a term or symbol `i` uses (outside the window too). Ancestors and descendants
-/// of `i` are left out; order is document order.
-pub fn candidates(doc: &Document, i: usize, window: usize, intro: &Introductions) -> Vec<usize> {
+/// that introduce a term or symbol `i` uses or that `i` names explicitly (outside the window
+/// too). Ancestors and descendants of `i` are left out; order is document order.
+pub fn candidates(ctx: &DocContext, i: usize, window: usize) -> Vec<usize> {
+    let (doc, intro) = (ctx.doc, &ctx.intro);
     let related = |j: usize| is_ancestor(doc, j, i) || is_ancestor(doc, i, j);
     let mut out: Vec<usize> = (0..i)
         .rev()
         .filter(|&j| judgeable(&doc.units[j]) && !related(j))
         .take(window)
         .collect();
-    for j in intro.introducers_used_by(i) {
+    let named = ctx.cited[i].iter().map(|(j, _)| *j);
+    for j in intro.introducers_used_by(i).into_iter().chain(named) {
         if j < i && !related(j) && !out.contains(&j) {
             out.push(j);
         }
@@ -108,7 +134,7 @@ pub fn depends_edges(doc: &Document, judge: &dyn Judge, window: usize) -> crate:
     let ctx = DocContext::new(doc);
     let mut edges = Vec::new();
     for i in (0..doc.units.len()).filter(|&i| judgeable(&doc.units[i])) {
-        let cands = candidates(doc, i, window, &ctx.intro);
+        let cands = candidates(&ctx, i, window);
         if cands.is_empty() {
             continue;
         }

@@ -1,7 +1,8 @@
 //! The offline judge: no model, no download. A unit depends on an earlier unit that introduces a
 //! term or symbol it uses (definition environments, "we define", "let X denote", "X is called",
 //! `\emph` inside a definition, symbols defined with `:=`), and on the antecedent of an anaphor
-//! that opens it ("this approach", "these results", "the preceding computation").
+//! that opens it ("this approach", "these results", "the preceding computation"), and on an earlier
+//! theorem-like unit, equation or algorithm it names explicitly (a result it applies).
 
 use super::{DocContext, Judge, Verdict, judge_text, judgeable};
 use ledger_core::{Document, UnitKind};
@@ -265,6 +266,15 @@ impl Judge for OfflineJudge {
             .iter()
             .map(|&j| {
                 let mut elements = ctx.intro.used_by(j, unit);
+                // A result, definition or equation the unit names is one it applies.
+                let target = &ctx.doc.units[j];
+                if matches!(
+                    target.kind,
+                    UnitKind::Theorem | UnitKind::Equation | UnitKind::Algorithm
+                ) && let Some((_, text)) = ctx.cited[unit].iter().find(|(k, _)| *k == j)
+                {
+                    elements.push(format!("applies `{text}`"));
+                }
                 if let Some((_, why)) = anaphor.as_ref().filter(|(a, _)| *a == j) {
                     elements.push(why.clone());
                 }
