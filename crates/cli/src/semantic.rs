@@ -287,12 +287,7 @@ pub fn compute(
     // Pairs already linked by any edge keep that edge (REFERENCES > DEPENDS > CONTAINS > RELATED).
     let mut linked: HashSet<(usize, usize, usize, usize)> = HashSet::new();
     for (d, doc) in docs.iter().enumerate() {
-        let index_of: std::collections::HashMap<&str, usize> = doc
-            .units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (u.id.as_str(), i))
-            .collect();
+        let index_of = doc.unit_indices();
         for e in doc
             .contains_edges()
             .into_iter()

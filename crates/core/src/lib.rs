@@ -440,6 +440,15 @@ pub struct Document {
 }
 
 impl Document {
+    /// Unit id → index in `units`.
+    pub fn unit_indices(&self) -> std::collections::HashMap<&str, usize> {
+        self.units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (u.id.as_str(), i))
+            .collect()
+    }
+
     /// Total tokens over the units' own texts.
     pub fn tokens(&self) -> usize {
         self.units.iter().map(|u| u.tokens).sum()

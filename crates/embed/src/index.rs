@@ -1,6 +1,7 @@
 //! Nearest neighbours by cosine: an HNSW index (`hnsw_rs`) for corpora of any size, and the exact
 //! brute-force search it is tested against. RELATED candidates are the pairs above θ.
 
+use candle_core::Tensor;
 use hnsw_rs::anndists::dist::Distance;
 use hnsw_rs::hnsw::Hnsw;
 use rayon::prelude::*;
@@ -107,34 +108,53 @@ fn sort_dedup(pairs: &mut Vec<Pair>) {
 /// Rows per block of the exact search (a 2,048 × 2,048 block of cosines is 16 MiB).
 const BLOCK: usize = 2048;
 
+/// The vectors as matrices of at most [`BLOCK`] rows each, with the index of their first row.
+fn blocks(vectors: &[Vec<f32>], dim: usize) -> candle_core::Result<Vec<(usize, Tensor)>> {
+    (0..vectors.len())
+        .step_by(BLOCK)
+        .map(|start| {
+            let end = (start + BLOCK).min(vectors.len());
+            Ok((start, matrix(vectors, start..end, dim)?))
+        })
+        .collect()
+}
+
+/// The rows `ids` of `vectors` as one matrix.
+fn matrix(
+    vectors: &[Vec<f32>],
+    ids: impl ExactSizeIterator<Item = usize>,
+    dim: usize,
+) -> candle_core::Result<Tensor> {
+    let rows = ids.len();
+    let flat: Vec<f32> = ids.flat_map(|i| vectors[i].iter().copied()).collect();
+    Tensor::from_vec(flat, (rows, dim), &candle_core::Device::Cpu)
+}
+
+/// All cosines between the rows of `a` and of `b`, row-major (`a.rows × b.rows`).
+fn cosines(a: &Tensor, b: &Tensor) -> candle_core::Result<Vec<f32>> {
+    a.matmul(&b.t()?)?.flatten_all()?.to_vec1::<f32>()
+}
+
+/// True when every vector has the same, non-zero length (what the matrix path needs).
+fn uniform_dim(vectors: &[Vec<f32>]) -> Option<usize> {
+    let dim = vectors.first().map_or(0, Vec::len);
+    (dim > 0 && vectors.iter().all(|v| v.len() == dim)).then_some(dim)
+}
+
 /// Exact search: every pair above `theta`, comparing all pairs (quadratic). The cosines come from
 /// blocked matrix products (candle's CPU matmul, SIMD and multi-threaded), about ten times faster
 /// than pairwise dot products; for tests, benchmarks and scopes small enough to afford it.
 pub fn exact_pairs_above(vectors: &[Vec<f32>], theta: f32) -> Vec<Pair> {
-    let n = vectors.len();
-    let dim = vectors.first().map_or(0, Vec::len);
-    if n < 2 || dim == 0 || vectors.iter().any(|v| v.len() != dim) {
+    let Some(dim) = uniform_dim(vectors).filter(|_| vectors.len() >= 2) else {
         return exact_pairs_scalar(vectors, theta);
-    }
-    let block = |start: usize| -> candle_core::Result<candle_core::Tensor> {
-        let end = (start + BLOCK).min(n);
-        let flat: Vec<f32> = vectors[start..end].iter().flatten().copied().collect();
-        candle_core::Tensor::from_vec(flat, (end - start, dim), &candle_core::Device::Cpu)
     };
     let run = || -> candle_core::Result<Vec<Pair>> {
         let mut pairs = Vec::new();
-        let starts: Vec<usize> = (0..n).step_by(BLOCK).collect();
-        let blocks: Vec<candle_core::Tensor> = starts
-            .iter()
-            .map(|&s| block(s))
-            .collect::<candle_core::Result<_>>()?;
-        for (bi, &i0) in starts.iter().enumerate() {
-            for (bj, &j0) in starts.iter().enumerate().skip(bi) {
-                let (rows, cols) = (blocks[bi].dim(0)?, blocks[bj].dim(0)?);
-                let scores = blocks[bi]
-                    .matmul(&blocks[bj].t()?)?
-                    .flatten_all()?
-                    .to_vec1::<f32>()?;
+        let blocks = blocks(vectors, dim)?;
+        for (bi, (i0, a)) in blocks.iter().enumerate() {
+            for (bj, (j0, b)) in blocks.iter().enumerate().skip(bi) {
+                let (rows, cols) = (a.dim(0)?, b.dim(0)?);
+                let scores = cosines(a, b)?;
                 for r in 0..rows {
                     let first = if bi == bj { r + 1 } else { 0 };
                     for c in first..cols {
@@ -163,22 +183,14 @@ pub fn exact_pairs_above(vectors: &[Vec<f32>], theta: f32) -> Vec<Pair> {
 /// Exact pairs above `theta` between each of `rows` and every other vector (for recall on a
 /// sample when all pairs are too many to compute). Pairs are `(min, max)`, deduplicated.
 pub fn exact_rows_above(vectors: &[Vec<f32>], rows: &[usize], theta: f32) -> Vec<Pair> {
-    let dim = vectors.first().map_or(0, Vec::len);
-    let tensor =
-        |ids: &mut dyn Iterator<Item = usize>| -> candle_core::Result<candle_core::Tensor> {
-            let flat: Vec<f32> = ids.flat_map(|i| vectors[i].iter().copied()).collect();
-            let len = flat.len() / dim.max(1);
-            candle_core::Tensor::from_vec(flat, (len, dim), &candle_core::Device::Cpu)
-        };
-    let run = || -> candle_core::Result<Vec<Pair>> {
+    let run = |dim: usize| -> candle_core::Result<Vec<Pair>> {
         let mut pairs = Vec::new();
+        let blocks = blocks(vectors, dim)?;
         for chunk in rows.chunks(BLOCK) {
-            let q = tensor(&mut chunk.iter().copied())?;
-            for j0 in (0..vectors.len()).step_by(BLOCK) {
-                let j1 = (j0 + BLOCK).min(vectors.len());
-                let c = tensor(&mut (j0..j1))?;
-                let scores = q.matmul(&c.t()?)?.flatten_all()?.to_vec1::<f32>()?;
-                let cols = j1 - j0;
+            let q = matrix(vectors, chunk.iter().copied(), dim)?;
+            for (j0, b) in &blocks {
+                let cols = b.dim(0)?;
+                let scores = cosines(&q, b)?;
                 for (r, &i) in chunk.iter().enumerate() {
                     for k in 0..cols {
                         let (j, s) = (j0 + k, scores[r * cols + k]);
@@ -191,17 +203,23 @@ pub fn exact_rows_above(vectors: &[Vec<f32>], rows: &[usize], theta: f32) -> Vec
         }
         Ok(pairs)
     };
-    let mut pairs = run().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "blocked search failed; comparing pairwise");
-        rows.iter()
-            .flat_map(|&i| {
-                (0..vectors.len()).filter_map(move |j| {
-                    let s = crate::cosine(&vectors[i], &vectors[j]);
-                    (j != i && s > theta).then_some((i.min(j), i.max(j), s))
+    let blocked = uniform_dim(vectors).map(run);
+    let mut pairs = match blocked {
+        Some(Ok(pairs)) => pairs,
+        failed => {
+            if let Some(Err(e)) = failed {
+                tracing::warn!(error = %e, "blocked search failed; comparing pairwise");
+            }
+            rows.iter()
+                .flat_map(|&i| {
+                    (0..vectors.len()).filter_map(move |j| {
+                        let s = crate::cosine(&vectors[i], &vectors[j]);
+                        (j != i && s > theta).then_some((i.min(j), i.max(j), s))
+                    })
                 })
-            })
-            .collect()
-    });
+                .collect()
+        }
+    };
     sort_dedup(&mut pairs);
     pairs
 }

@@ -36,12 +36,7 @@ pub struct DocContext<'a> {
 impl<'a> DocContext<'a> {
     /// Prepares `doc`.
     pub fn new(doc: &'a Document) -> Self {
-        let index: std::collections::HashMap<&str, usize> = doc
-            .units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (u.id.as_str(), i))
-            .collect();
+        let index = doc.unit_indices();
         let mut cited: Vec<Vec<(usize, String)>> = vec![Vec::new(); doc.units.len()];
         for m in &doc.mentions {
             if m.kind == ledger_core::MentionKind::Uses {

@@ -88,25 +88,24 @@ pub struct Introductions {
     uses: Vec<Vec<(usize, String)>>,
 }
 
-/// What one unit introduces.
-fn introduced(u: &ledger_core::Unit) -> (BTreeSet<String>, BTreeSet<String>) {
-    let text = judge_text(&u.text);
+/// What one unit introduces; `text` is its [`judge_text`].
+fn introduced(u: &ledger_core::Unit, text: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut terms = BTreeSet::new();
     let mut symbols = BTreeSet::new();
     if u.kind == UnitKind::Theorem && DEFINING_ENVS.contains(&u.env.as_str()) {
         if let Some(t) = u.title.as_deref() {
             terms.insert(normalise(t));
         }
-        for c in EMPH.captures_iter(&text) {
+        for c in EMPH.captures_iter(text) {
             terms.insert(normalise(&c[1]));
         }
     }
     for re in [&*CALLED, &*WE_DEFINE] {
-        for c in re.captures_iter(&text) {
+        for c in re.captures_iter(text) {
             terms.insert(normalise(&c[1]));
         }
     }
-    for c in SYMBOL.captures_iter(&text) {
+    for c in SYMBOL.captures_iter(text) {
         if let Some(m) = c.iter().skip(1).flatten().next() {
             symbols.insert(normalise_symbol(m.as_str()));
         }
@@ -121,10 +120,22 @@ impl Introductions {
     /// Scans `doc` once: what every unit introduces, then, with one automaton pass per unit,
     /// which earlier introductions it uses.
     pub fn of(doc: &Document) -> Self {
+        // What the judge sees of each unit (empty for units that are not judged).
+        let texts: Vec<String> = doc
+            .units
+            .iter()
+            .map(|u| {
+                if judgeable(u) {
+                    judge_text(&u.text)
+                } else {
+                    String::new()
+                }
+            })
+            .collect();
         let mut term_units: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut symbol_units: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, u) in doc.units.iter().enumerate().filter(|(_, u)| judgeable(u)) {
-            let (terms, symbols) = introduced(u);
+            let (terms, symbols) = introduced(u, &texts[i]);
             for t in terms {
                 term_units.entry(t).or_default().push(i);
             }
@@ -152,10 +163,10 @@ impl Introductions {
                 if !judgeable(u) {
                     return Vec::new();
                 }
-                let text = judge_text(&u.text);
-                let padded = format!(" {} ", normalise(&text));
+                let text = &texts[i];
+                let padded = format!(" {} ", normalise(text));
                 let math: String = MATH
-                    .captures_iter(&text)
+                    .captures_iter(text)
                     .filter_map(|c| c.get(1).or_else(|| c.get(2)))
                     .map(|m| normalise_symbol(m.as_str()))
                     .collect::<Vec<_>>()

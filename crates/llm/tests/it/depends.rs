@@ -3,7 +3,7 @@
 
 use ledger_core::{Document, MentionKind, Resolution};
 use ledger_llm::depends::{DocContext, OfflineJudge, candidates, depends_edges, judge_text};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 fn corpora() -> PathBuf {
@@ -37,12 +37,7 @@ fn the_judge_never_sees_uses_annotations() {
 #[test]
 fn offline_judge_against_blueprint_uses() {
     let doc = blueprint();
-    let index: HashMap<&str, usize> = doc
-        .units
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (u.id.as_str(), i))
-        .collect();
+    let index = doc.unit_indices();
     // Gold: resolved \uses inside the document, dependent → prerequisite.
     let mut gold: BTreeSet<(usize, usize)> = BTreeSet::new();
     for m in doc.mentions.iter().filter(|m| m.kind == MentionKind::Uses) {
