@@ -34,7 +34,7 @@ pub struct Config {
 pub struct DependsConfig {
     /// Judge DEPENDS edges at all.
     pub enabled: bool,
-    /// `offline`.
+    /// `auto`, `offline` or `llm`.
     pub judge: String,
     /// Preceding units per candidate window.
     pub window: usize,

@@ -60,18 +60,26 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
     })
 }
 
-/// `ledger index PATH... --out GRAPH`.
-pub fn index(
-    paths: &[PathBuf],
-    out: &Path,
-    config: &IndexConfig,
-    depends: &DependsConfig,
-    related: &RelatedConfig,
-    models: Option<&crate::semantic::Models>,
-) -> Result<()> {
-    let started_at = ledger_store::now_rfc3339();
-    let mut corpus = load(paths, config)?;
-    // A missing input must not replace a good graph with an empty one.
+/// What `ledger index` is asked to do.
+pub struct IndexJob<'a> {
+    /// Files and folders to index.
+    pub paths: &'a [PathBuf],
+    /// The graph folder.
+    pub out: &'a Path,
+    /// Parsing settings.
+    pub index: &'a IndexConfig,
+    /// DEPENDS settings.
+    pub depends: &'a DependsConfig,
+    /// RELATED settings.
+    pub related: &'a RelatedConfig,
+    /// The `[llm]` chat endpoint, when one is configured.
+    pub chat: Option<&'a ledger_llm::Client>,
+}
+
+/// Parses the inputs, refusing to go on when an input itself is bad (a missing path must not
+/// replace a good graph with an empty one); unreadable documents are kept and named on stderr.
+fn load_inputs(job: &IndexJob) -> Result<Corpus> {
+    let corpus = load(job.paths, job.index)?;
     let bad_inputs: Vec<String> = corpus
         .diagnostics
         .iter()
@@ -81,7 +89,6 @@ pub fn index(
     if !bad_inputs.is_empty() {
         anyhow::bail!("bad input, nothing written:\n{}", bad_inputs.join("\n"));
     }
-    // Unreadable documents are kept (with their diagnostics); say which on stderr.
     for d in corpus
         .docs
         .iter()
@@ -90,10 +97,30 @@ pub fn index(
     {
         eprintln!("{d}");
     }
+    Ok(corpus)
+}
+
+/// `ledger index PATH... --out GRAPH`.
+pub fn index(job: &IndexJob, models: Option<&crate::semantic::Models>) -> Result<()> {
+    let started_at = ledger_store::now_rfc3339();
+    let out = job.out;
+    let mut corpus = load_inputs(job)?;
     let depends_start = Instant::now();
-    if depends.enabled {
-        judge_depends(&mut corpus.docs, depends)?;
-    }
+    let depends_report = if job.depends.enabled {
+        let judge = judge(job.depends, job.chat)?;
+        let cache = judgment_cache(out, judge.name());
+        Some((
+            ledger_llm::depends::judge_corpus(
+                &mut corpus.docs,
+                judge.as_ref(),
+                job.depends.window,
+                &cache,
+            ),
+            judge.name().to_string(),
+        ))
+    } else {
+        None
+    };
     let depends_seconds = depends_start.elapsed().as_secs_f64();
     let semantic_start = Instant::now();
     let (semantic, stats) = match models {
@@ -107,39 +134,55 @@ pub fn index(
             } else {
                 None
             };
-            crate::semantic::compute(&corpus.docs, related, models, previous.as_ref())?
+            crate::semantic::compute(&corpus.docs, job.related, models, previous.as_ref())?
         }
         None => Default::default(),
     };
     let semantic_seconds = semantic_start.elapsed().as_secs_f64();
+    let usage = job.chat.map(|c| c.usage().snapshot()).unwrap_or_default();
     let run = ledger_store::RunInfo {
         started_at,
         command: std::env::args().collect::<Vec<_>>().join(" "),
-        inputs: paths
+        inputs: job
+            .paths
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(" "),
         seconds: corpus.seconds,
+        llm_requests: usage.requests,
+        llm_prompt_tokens: usage.prompt_tokens,
+        llm_completion_tokens: usage.completion_tokens,
     };
     let write_start = Instant::now();
     let manifest =
         ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &semantic, &run)
             .with_context(|| format!("writing graph {}", out.display()))?;
     print!("{}", summary(&corpus));
-    if depends.enabled {
-        let n: usize = corpus.docs.iter().map(|d| d.depends.len()).sum();
+    if let Some((r, name)) = &depends_report {
         println!(
-            "depends: {n} DEPENDS edges ({} judge, window {}), in {depends_seconds:.2} s",
-            depends.judge, depends.window
+            "depends: {} DEPENDS edges from {} judgments ({name}, window {}): {} reused, {} failed{}; {} requests, {} prompt + {} completion tokens; in {depends_seconds:.2} s",
+            r.edges,
+            r.units,
+            job.depends.window,
+            r.reused,
+            r.failed,
+            if r.failed > 0 {
+                " (recorded in `judgments`; judged again next run)"
+            } else {
+                ""
+            },
+            r.requests,
+            r.prompt_tokens,
+            r.completion_tokens,
         );
     }
     if models.is_some() {
         println!(
             "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}, summaries {}), in {semantic_seconds:.2} s",
             semantic.related.len(),
-            related.theta,
-            related.scope,
+            job.related.theta,
+            job.related.scope,
             semantic.embeddings.len(),
             semantic.model,
             semantic.summarizer,
@@ -169,20 +212,71 @@ pub fn index(
     Ok(())
 }
 
-/// Judges DEPENDS edges of every document (rayon over documents).
-fn judge_depends(docs: &mut [Document], config: &DependsConfig) -> Result<()> {
-    let judge: Box<dyn ledger_llm::depends::Judge> = match config.judge.as_str() {
-        "offline" => Box::new(ledger_llm::depends::OfflineJudge),
-        other => anyhow::bail!("depends.judge = {other:?}: expected \"offline\""),
-    };
-    let results: Vec<Result<Vec<ledger_core::Edge>, ledger_llm::LlmError>> = docs
-        .par_iter()
-        .map(|d| ledger_llm::depends::depends_edges(d, judge.as_ref(), config.window))
-        .collect();
-    for (doc, edges) in docs.iter_mut().zip(results) {
-        doc.depends = edges.with_context(|| format!("judging DEPENDS edges of {}", doc.id))?;
+/// `ledger index --estimate`: what the DEPENDS judge would send, given the graph's cache;
+/// nothing is sent or written.
+pub fn estimate(job: &IndexJob) -> Result<()> {
+    let corpus = load_inputs(job)?;
+    print!("{}", summary(&corpus));
+    if !job.depends.enabled {
+        println!("depends: disabled; no requests");
+        return Ok(());
     }
+    let judge = judge(job.depends, job.chat)?;
+    let cache = judgment_cache(job.out, judge.name());
+    let (report, e) =
+        ledger_llm::depends::estimate(&corpus.docs, judge.as_ref(), job.depends.window, &cache);
+    println!(
+        "estimate: {} units to judge with {} (window {}), {} reused from {}: {} requests, about {} prompt tokens and at most {} completion tokens",
+        report.units,
+        judge.name(),
+        job.depends.window,
+        report.reused,
+        job.out.display(),
+        e.requests,
+        e.prompt_tokens,
+        e.completion_tokens
+    );
     Ok(())
+}
+
+/// The DEPENDS judge the configuration names.
+fn judge(
+    config: &DependsConfig,
+    chat: Option<&ledger_llm::Client>,
+) -> Result<Box<dyn ledger_llm::depends::Judge>> {
+    use ledger_llm::depends::{LlmJudge, OfflineJudge};
+    Ok(match (config.judge.as_str(), chat) {
+        ("offline", _) | ("auto", None) => Box::new(OfflineJudge),
+        ("llm" | "auto", Some(client)) => Box::new(LlmJudge::new(client.clone())),
+        ("llm", None) => anyhow::bail!(
+            "depends.judge = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)"
+        ),
+        (other, _) => {
+            anyhow::bail!("depends.judge = {other:?}: expected \"auto\", \"offline\" or \"llm\"")
+        }
+    })
+}
+
+/// The successful judgments of `judge` in the graph's current version, by cache key; empty when
+/// there is no graph yet or it cannot be read (then everything is judged).
+fn judgment_cache(graph: &Path, judge: &str) -> ledger_llm::depends::Cache {
+    if !graph.join("current").exists() {
+        return Default::default();
+    }
+    match ledger_store::read_judgments(graph) {
+        Ok(rows) => rows
+            .into_iter()
+            .map(|(_, j)| j)
+            .filter(|j| {
+                j.judge == judge && matches!(j.outcome, ledger_core::JudgmentOutcome::Verdicts(_))
+            })
+            .map(|j| (j.cache_key.clone(), j))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "no reusable judgments");
+            Default::default()
+        }
+    }
 }
 
 /// A human summary: documents, units per kind, edges per kind, references, diagnostics, speed.

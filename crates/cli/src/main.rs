@@ -51,6 +51,16 @@ enum Command {
         /// Do not judge DEPENDS edges.
         #[arg(long)]
         no_depends: bool,
+        /// DEPENDS judge: `auto`, `offline` or `llm` (the [llm] endpoint).
+        #[arg(long)]
+        judge: Option<String>,
+        /// Preceding units shown to the DEPENDS judge per unit.
+        #[arg(long)]
+        window: Option<usize>,
+        /// Print the LLM requests and tokens this run would need, then stop (nothing is sent
+        /// or written).
+        #[arg(long)]
+        estimate: bool,
         /// Embedder of summaries: `auto`, `hash`, `minilm` or `openai`.
         #[arg(long)]
         embedder: Option<String>,
@@ -81,7 +91,8 @@ enum Command {
         #[arg(short, default_value_t = 10)]
         k: usize,
     },
-    /// Run SQL over a graph's tables (documents, units, edges, mentions, labels, diagnostics, runs)
+    /// Run SQL over a graph's tables (documents, units, edges, mentions, labels, diagnostics,
+    /// embeddings, judgments, runs)
     /// and views (broken_references, ambiguous_references, unit_degrees, unit_counts).
     Sql {
         /// The graph folder.
@@ -165,6 +176,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_progress,
             no_related,
             no_depends,
+            judge,
+            window,
+            estimate,
             embedder,
             summarizer,
             theta,
@@ -185,14 +199,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut e = config.embed;
             e.embedder = embedder.unwrap_or(e.embedder);
             e.summarizer = summarizer.unwrap_or(e.summarizer);
+            let chat = semantic::chat_client(&config.llm)?;
+            let mut d = config.depends;
+            d.enabled &= !no_depends;
+            d.judge = judge.unwrap_or(d.judge);
+            d.window = window.unwrap_or(d.window);
+            let job = index::IndexJob {
+                paths: &paths,
+                out: &out,
+                index: &c,
+                depends: &d,
+                related: &r,
+                chat: chat.as_ref(),
+            };
+            if estimate {
+                index::estimate(&job)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let models = if r.enabled {
-                Some(semantic::models(&e, &config.llm)?)
+                Some(semantic::models(&e, chat.as_ref())?)
             } else {
                 None
             };
-            let mut d = config.depends;
-            d.enabled &= !no_depends;
-            index::index(&paths, &out, &c, &d, &r, models.as_ref())?;
+            index::index(&job, models.as_ref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sql {

@@ -54,20 +54,32 @@ fn endpoint(
     Ok(e)
 }
 
-/// The summarizer and embedder the configuration names.
-pub fn models(config: &EmbedConfig, llm: &LlmConfig) -> Result<Models> {
+/// The client of the `[llm]` chat endpoint, shared by the DEPENDS judge and the summarizer so
+/// that its usage counters add up to what the run sent; `None` when no URL is configured.
+pub fn chat_client(llm: &LlmConfig) -> Result<Option<Client>> {
+    if llm.url.is_empty() {
+        return Ok(None);
+    }
+    let e = endpoint(
+        "llm",
+        &llm.url,
+        &llm.model,
+        &llm.api_key_env,
+        (llm.concurrency, llm.timeout_secs, llm.max_retries),
+    )?;
+    Ok(Some(Client::new(e)?))
+}
+
+/// The summarizer and embedder the configuration names; `chat` is the `[llm]` endpoint.
+pub fn models(config: &EmbedConfig, chat: Option<&Client>) -> Result<Models> {
     let summarizer: Box<dyn Summarizer> = match config.summarizer.as_str() {
         "extractive" => Box::new(Extractive),
-        "llm" => {
-            let e = endpoint(
-                "llm",
-                &llm.url,
-                &llm.model,
-                &llm.api_key_env,
-                (llm.concurrency, llm.timeout_secs, llm.max_retries),
-            )?;
-            Box::new(LlmSummarizer::new(Client::new(e)?))
-        }
+        "llm" => match chat {
+            Some(client) => Box::new(LlmSummarizer::new(client.clone())),
+            None => bail!(
+                "embed.summarizer = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)"
+            ),
+        },
         other => bail!("embed.summarizer = {other:?}: expected \"extractive\" or \"llm\""),
     };
     let dir = minilm_dir(config);

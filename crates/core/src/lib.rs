@@ -437,6 +437,51 @@ pub struct Document {
     pub externals: Vec<(String, String)>,
     /// DEPENDS edges judged for this document (dependent → prerequisite), empty until judged.
     pub depends: Vec<Edge>,
+    /// The DEPENDS judgments behind them, one per judged unit, empty until judged.
+    pub judgments: Vec<Judgment>,
+}
+
+/// One unit's DEPENDS judgment: which candidates a judge was shown and what it answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgment {
+    /// The judged (dependent) unit.
+    pub unit_id: String,
+    /// The judge: `offline`, or `llm:<model>:p<prompt version>`.
+    pub judge: String,
+    /// blake3 of (judge, the unit's content hash, the candidates' content hashes, in order): the
+    /// cache key under which a later run reuses this judgment.
+    pub cache_key: String,
+    /// The candidate (prerequisite) unit ids, in document order.
+    pub candidates: Vec<String>,
+    /// The answer, or why there is none.
+    pub outcome: JudgmentOutcome,
+    /// HTTP requests it took (retries included; 0 for the offline judge).
+    pub requests: u32,
+    /// Prompt tokens the endpoint reported.
+    pub prompt_tokens: u64,
+    /// Completion tokens the endpoint reported.
+    pub completion_tokens: u64,
+    /// Taken from the previous graph version instead of being judged again.
+    pub reused: bool,
+}
+
+/// What a judgment came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgmentOutcome {
+    /// One verdict per candidate, in the same order.
+    Verdicts(Vec<CandidateVerdict>),
+    /// No usable answer (endpoint down, malformed answers); the unit is judged again next run.
+    Failed(String),
+}
+
+/// The verdict on one candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CandidateVerdict {
+    /// Whether the unit depends on the candidate.
+    pub depends: bool,
+    /// What it needs from it (terms, symbols, results applied); empty when it does not depend.
+    pub elements: Vec<String>,
 }
 
 impl Document {

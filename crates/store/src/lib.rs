@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! GRAPH/current -> versions/000007        (symlink, swapped atomically on commit)
-//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,embeddings,runs}.parquet
+//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,embeddings,judgments,runs}.parquet
 //! GRAPH/versions/000007/manifest.json     (schema version, row counts)
 //! ```
 //!
@@ -17,7 +17,7 @@ mod schema;
 mod sql;
 mod write;
 
-pub use read::read_embeddings;
+pub use read::{read_embeddings, read_judgments};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};
 pub use write::{Manifest, RunInfo, now_rfc3339, rfc3339, write_graph};

@@ -1,8 +1,11 @@
-//! Reading tables back for commands that need them in memory (`ledger similar`).
+//! Reading tables back for what needs them in memory: `ledger similar`, and the caches of
+//! the next run (summaries and vectors, DEPENDS judgments).
 
 use crate::{Result, StoreError, io_err};
-use arrow::array::{Array, FixedSizeListArray, Float32Array, StringArray};
-use ledger_core::{Semantic, UnitEmbedding};
+use arrow::array::{
+    Array, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray, StringArray,
+};
+use ledger_core::{Judgment, JudgmentOutcome, Semantic, UnitEmbedding};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::Path;
 
@@ -12,7 +15,7 @@ fn column<'a, T: 'static>(batch: &'a arrow::array::RecordBatch, name: &str) -> R
         .and_then(|c| c.as_any().downcast_ref::<T>())
         .ok_or_else(|| StoreError::NotAGraph {
             path: name.into(),
-            message: format!("embeddings table has no usable `{name}` column"),
+            message: format!("graph table has no usable `{name}` column"),
         })
 }
 
@@ -58,4 +61,62 @@ pub fn read_embeddings(graph: &Path) -> Result<Semantic> {
         }
     }
     Ok(semantic)
+}
+
+/// The judgments of the current version of a graph, with their document ids.
+pub fn read_judgments(graph: &Path) -> Result<Vec<(String, Judgment)>> {
+    let dir = crate::current_version(graph)?;
+    let path = dir.join("judgments.parquet");
+    let file = std::fs::File::open(&path).map_err(io_err(&path))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch?;
+        let (docs, units, judges, keys, status) = (
+            column::<StringArray>(&batch, "doc_id")?,
+            column::<StringArray>(&batch, "unit_id")?,
+            column::<StringArray>(&batch, "judge")?,
+            column::<StringArray>(&batch, "cache_key")?,
+            column::<StringArray>(&batch, "status")?,
+        );
+        let (candidates, verdicts, errors) = (
+            column::<ListArray>(&batch, "candidates")?,
+            column::<StringArray>(&batch, "verdicts")?,
+            column::<StringArray>(&batch, "error")?,
+        );
+        let (requests, prompt, completion) = (
+            column::<Int64Array>(&batch, "requests")?,
+            column::<Int64Array>(&batch, "prompt_tokens")?,
+            column::<Int64Array>(&batch, "completion_tokens")?,
+        );
+        let reused = column::<BooleanArray>(&batch, "reused")?;
+        for i in 0..batch.num_rows() {
+            let list = candidates.value(i);
+            let ids = list
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .map(|a| a.iter().flatten().map(str::to_string).collect())
+                .unwrap_or_default();
+            let outcome = if status.value(i) == "ok" {
+                JudgmentOutcome::Verdicts(serde_json::from_str(verdicts.value(i))?)
+            } else {
+                JudgmentOutcome::Failed(errors.value(i).to_string())
+            };
+            out.push((
+                docs.value(i).to_string(),
+                Judgment {
+                    unit_id: units.value(i).to_string(),
+                    judge: judges.value(i).to_string(),
+                    cache_key: keys.value(i).to_string(),
+                    candidates: ids,
+                    outcome,
+                    requests: u32::try_from(requests.value(i)).unwrap_or(u32::MAX),
+                    prompt_tokens: u64::try_from(prompt.value(i)).unwrap_or(0),
+                    completion_tokens: u64::try_from(completion.value(i)).unwrap_or(0),
+                    reused: reused.value(i),
+                },
+            ));
+        }
+    }
+    Ok(out)
 }

@@ -5,10 +5,10 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::sync::{Arc, LazyLock};
 
 /// Version of the table layout, stored in every graph's `manifest.json`.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The tables of a graph, in the order they are written.
-pub const TABLES: [&str; 8] = [
+pub const TABLES: [&str; 9] = [
     "documents",
     "units",
     "edges",
@@ -16,6 +16,7 @@ pub const TABLES: [&str; 8] = [
     "labels",
     "diagnostics",
     "embeddings",
+    "judgments",
     "runs",
 ];
 
@@ -120,7 +121,8 @@ pub static DIAGNOSTICS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// `runs(run_id, started_at, finished_at, command, inputs, documents, units, edges, mentions, broken, diagnostics, seconds, ledger_version, schema_version)`.
+/// `runs(run_id, started_at, finished_at, command, inputs, documents, units, edges, mentions, broken, diagnostics, seconds, judged_units, reused_judgments, failed_judgments, llm_requests, llm_prompt_tokens, llm_completion_tokens, ledger_version, schema_version)`:
+/// the `llm_*` columns count what this run sent to chat endpoints (DEPENDS judge and summarizer).
 pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         i("run_id"),
@@ -135,6 +137,12 @@ pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
         i("broken"),
         i("diagnostics"),
         Field::new("seconds", DataType::Float64, false),
+        i("judged_units"),
+        i("reused_judgments"),
+        i("failed_judgments"),
+        i("llm_requests"),
+        i("llm_prompt_tokens"),
+        i("llm_completion_tokens"),
         s("ledger_version"),
         i("schema_version"),
     ]))
@@ -162,3 +170,28 @@ pub fn embeddings(dim: usize) -> SchemaRef {
         ),
     ]))
 }
+
+/// `judgments(doc_id, unit_id, judge, cache_key, status, candidates, verdicts, error, requests, prompt_tokens, completion_tokens, reused)`:
+/// one row per judged unit. `status` is `ok` or `failed`; `candidates` lists the candidate unit
+/// ids in order; `verdicts` is a JSON array aligned with them (`{"depends", "elements"}`),
+/// empty for a failed judgment, whose `error` says why.
+pub static JUDGMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("unit_id"),
+        s("judge"),
+        s("cache_key"),
+        s("status"),
+        Field::new(
+            "candidates",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, false))),
+            false,
+        ),
+        s("verdicts"),
+        so("error"),
+        i("requests"),
+        i("prompt_tokens"),
+        i("completion_tokens"),
+        Field::new("reused", DataType::Boolean, false),
+    ]))
+});

@@ -1,8 +1,8 @@
 //! Writing a graph: Arrow batches from documents, Parquet files, atomic commit.
 
 use crate::schema::{
-    DIAGNOSTICS, DOCUMENTS, EDGES, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES, UNITS,
-    embeddings,
+    DIAGNOSTICS, DOCUMENTS, EDGES, JUDGMENTS, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES,
+    UNITS, embeddings,
 };
 use crate::{Result, io_err};
 use arrow::array::{
@@ -31,6 +31,12 @@ pub struct RunInfo {
     pub inputs: String,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// Chat-endpoint requests this run sent (DEPENDS judge and summarizer; retries included).
+    pub llm_requests: u64,
+    /// Prompt tokens those requests cost.
+    pub llm_prompt_tokens: u64,
+    /// Completion tokens those requests cost.
+    pub llm_completion_tokens: u64,
 }
 
 /// `manifest.json` of one graph version.
@@ -270,6 +276,58 @@ fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
     )
 }
 
+fn judgments_batch(docs: &[&Document]) -> Result<RecordBatch> {
+    use ledger_core::JudgmentOutcome;
+    let rows: Vec<(&str, &ledger_core::Judgment)> = docs
+        .iter()
+        .flat_map(|d| d.judgments.iter().map(move |j| (d.id.as_str(), j)))
+        .collect();
+    let mut candidates =
+        arrow::array::ListBuilder::new(arrow::array::StringBuilder::new()).with_field(Arc::new(
+            arrow::datatypes::Field::new("item", arrow::datatypes::DataType::Utf8, false),
+        ));
+    for (_, j) in &rows {
+        for c in &j.candidates {
+            candidates.values().append_value(c);
+        }
+        candidates.append(true);
+    }
+    let verdicts: Vec<String> = rows
+        .iter()
+        .map(|(_, j)| match &j.outcome {
+            JudgmentOutcome::Verdicts(v) => serde_json::to_string(v),
+            JudgmentOutcome::Failed(_) => Ok("[]".to_string()),
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    let errors = rows.iter().map(|(_, j)| match &j.outcome {
+        JudgmentOutcome::Failed(e) => Some(e.as_str()),
+        JudgmentOutcome::Verdicts(_) => None,
+    });
+    let status = rows.iter().map(|(_, j)| match j.outcome {
+        JudgmentOutcome::Failed(_) => "failed",
+        JudgmentOutcome::Verdicts(_) => "ok",
+    });
+    batch(
+        &JUDGMENTS,
+        vec![
+            strings(rows.iter().map(|r| r.0)),
+            strings(rows.iter().map(|r| r.1.unit_id.as_str())),
+            strings(rows.iter().map(|r| r.1.judge.as_str())),
+            strings(rows.iter().map(|r| r.1.cache_key.as_str())),
+            strings(status),
+            Arc::new(candidates.finish()),
+            strings(verdicts.iter().map(String::as_str)),
+            opt_strings(errors),
+            ints(rows.iter().map(|r| r.1.requests as usize)),
+            ints(rows.iter().map(|r| r.1.prompt_tokens as usize)),
+            ints(rows.iter().map(|r| r.1.completion_tokens as usize)),
+            Arc::new(arrow::array::BooleanArray::from(
+                rows.iter().map(|r| r.1.reused).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+}
+
 fn diagnostics_batch(docs: &[&Document], corpus: &[Diagnostic]) -> Result<RecordBatch> {
     let rows: Vec<(Option<&str>, &Diagnostic)> = corpus
         .iter()
@@ -292,7 +350,7 @@ fn diagnostics_batch(docs: &[&Document], corpus: &[Diagnostic]) -> Result<Record
     )
 }
 
-fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 6]) -> Result<RecordBatch> {
+fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Result<RecordBatch> {
     let mut batches = Vec::new();
     let mut next_id = 1;
     if let Some(prev) = previous {
@@ -327,6 +385,12 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 6]) -> Res
             ints([counts[4]]),
             ints([counts[5]]),
             Arc::new(Float64Array::from(vec![run.seconds])),
+            ints([counts[6]]),
+            ints([counts[7]]),
+            ints([counts[8]]),
+            ints([run.llm_requests as usize]),
+            ints([run.llm_prompt_tokens as usize]),
+            ints([run.llm_completion_tokens as usize]),
             strings([env!("CARGO_PKG_VERSION")]),
             Arc::new(Int64Array::from(vec![i64::from(SCHEMA_VERSION)])),
         ],
@@ -373,6 +437,8 @@ pub fn write_graph(
         let diagnostics =
             corpus_diagnostics.len() + sorted.iter().map(|d| d.diagnostics.len()).sum::<usize>();
         let units: usize = sorted.iter().map(|d| d.units.len()).sum();
+        let judgments: Vec<&ledger_core::Judgment> =
+            sorted.iter().flat_map(|d| &d.judgments).collect();
         let tables: Vec<(&str, RecordBatch)> = vec![
             ("documents", documents_batch(&sorted)?),
             ("units", units_batch(&sorted)?),
@@ -384,6 +450,7 @@ pub fn write_graph(
                 diagnostics_batch(&sorted, corpus_diagnostics)?,
             ),
             ("embeddings", embeddings_batch(semantic)?),
+            ("judgments", judgments_batch(&sorted)?),
             (
                 "runs",
                 runs_batch(
@@ -396,6 +463,14 @@ pub fn write_graph(
                         mentions,
                         broken,
                         diagnostics,
+                        judgments.len(),
+                        judgments.iter().filter(|j| j.reused).count(),
+                        judgments
+                            .iter()
+                            .filter(|j| {
+                                matches!(j.outcome, ledger_core::JudgmentOutcome::Failed(_))
+                            })
+                            .count(),
                     ],
                 )?,
             ),

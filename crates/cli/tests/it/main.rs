@@ -1,6 +1,8 @@
 //! End-to-end tests of the `ledger` binary: index, sql, verify, configuration, and the Parquet
 //! files read by pyarrow and DuckDB as they are.
 
+mod judge;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -4,7 +4,7 @@
 //! that opens it ("this approach", "these results", "the preceding computation"), and on an earlier
 //! theorem-like unit, equation or algorithm it names explicitly (a result it applies).
 
-use super::{DocContext, Judge, Verdict, judge_text, judgeable};
+use super::{DocContext, Judge, Judged, Task, Verdict, judge_text, judgeable};
 use ledger_core::{Document, UnitKind};
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -261,19 +261,11 @@ fn antecedent(doc: &Document, i: usize) -> Option<(usize, String)> {
 #[derive(Debug, Default)]
 pub struct OfflineJudge;
 
-impl Judge for OfflineJudge {
-    fn name(&self) -> &str {
-        "offline"
-    }
-
-    fn judge(
-        &self,
-        ctx: &DocContext,
-        unit: usize,
-        candidates: &[usize],
-    ) -> crate::Result<Vec<Verdict>> {
+impl OfflineJudge {
+    /// The verdicts on `unit`'s candidates.
+    pub fn verdicts(&self, ctx: &DocContext, unit: usize, candidates: &[usize]) -> Vec<Verdict> {
         let anaphor = antecedent(ctx.doc, unit);
-        Ok(candidates
+        candidates
             .iter()
             .map(|&j| {
                 let mut elements = ctx.intro.used_by(j, unit);
@@ -295,6 +287,29 @@ impl Judge for OfflineJudge {
                     elements,
                 }
             })
-            .collect())
+            .collect()
+    }
+}
+
+impl Judge for OfflineJudge {
+    fn name(&self) -> &str {
+        "offline"
+    }
+
+    fn reusable(&self) -> bool {
+        false
+    }
+
+    fn judge_all(&self, tasks: &[Task<'_>]) -> Vec<Judged> {
+        use rayon::prelude::*;
+        tasks
+            .par_iter()
+            .map(|t| Judged {
+                outcome: Ok(self.verdicts(t.ctx, t.unit, &t.candidates)),
+                requests: 0,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+            })
+            .collect()
     }
 }

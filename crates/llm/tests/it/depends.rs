@@ -1,8 +1,8 @@
 //! The offline DEPENDS judge against the carleson blueprint's author-written `\uses{}`
 //! annotations (hidden from the judge), and the candidate rules.
 
-use ledger_core::{Document, MentionKind, Resolution};
-use ledger_llm::depends::{DocContext, OfflineJudge, candidates, depends_edges, judge_text};
+use ledger_core::{Document, JudgmentOutcome, MentionKind, Resolution, UnitKind};
+use ledger_llm::depends::{Cache, DocContext, OfflineJudge, candidates, judge_corpus, judge_text};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -14,7 +14,7 @@ fn corpora() -> PathBuf {
         })
 }
 
-fn blueprint() -> Document {
+pub(crate) fn blueprint() -> Document {
     let path = corpora().join("carleson-blueprint/print.tex");
     let (sources, diags) = ledger_parse::discover(std::slice::from_ref(&path));
     assert!(diags.is_empty(), "{diags:?}");
@@ -34,63 +34,99 @@ fn the_judge_never_sees_uses_annotations() {
     assert!(seen.contains("Text."));
 }
 
-#[test]
-fn offline_judge_against_blueprint_uses() {
-    let doc = blueprint();
+/// The statement a unit belongs to: a proof (or a part of one) belongs to the theorem-like unit
+/// it proves, the nearest earlier sibling statement; any other unit is its own. Blueprint
+/// authors put a result's `\uses` on its statement or on its proof alike, and the `\ref`s
+/// that reveal what a result applies are mostly in the proof.
+fn statement_of(doc: &Document, i: usize) -> usize {
+    let mut p = Some(i);
+    while let Some(x) = p {
+        if doc.units[x].kind == UnitKind::Proof {
+            let parent = doc.units[x].parent;
+            return (0..x)
+                .rev()
+                .find(|&k| doc.units[k].parent == parent && doc.units[k].kind != UnitKind::Proof)
+                .filter(|&k| doc.units[k].kind == UnitKind::Theorem)
+                .unwrap_or(x);
+        }
+        p = doc.units[x].parent;
+    }
+    i
+}
+
+/// Precision and recall of the document's judgments against the blueprint's `\uses`, at
+/// statement level, overall and per environment of the dependent statement:
+/// `(predicted, correct, gold)`. Verdicts count, not edges: a `\uses` is also a REFERENCES edge,
+/// which takes precedence over the DEPENDS edge of the same pair.
+fn score(doc: &Document) -> BTreeMap<String, (usize, usize, usize)> {
     let index = doc.unit_indices();
-    // Gold: resolved \uses inside the document, dependent → prerequisite.
+    let owner = |i: usize| statement_of(doc, i);
     let mut gold: BTreeSet<(usize, usize)> = BTreeSet::new();
     for m in doc.mentions.iter().filter(|m| m.kind == MentionKind::Uses) {
         if let Resolution::Resolved { doc: d, unit } = &m.resolution
             && d == &doc.id
             && let Some(&j) = index.get(unit.as_str())
-            && j != m.unit
+            && owner(j) < owner(m.unit)
         {
-            gold.insert((m.unit, j));
+            // DEPENDS points to earlier units only; later prerequisites are out of reach.
+            gold.insert((owner(m.unit), owner(j)));
         }
     }
     let annotated: BTreeSet<usize> = gold.iter().map(|g| g.0).collect();
-    // DEPENDS points to earlier units only; later prerequisites are out of reach by definition.
-    let backward: BTreeSet<(usize, usize)> = gold.iter().copied().filter(|g| g.1 < g.0).collect();
-    let edges = depends_edges(&doc, &OfflineJudge, 8).expect("offline judge cannot fail");
-    let predicted: BTreeSet<(usize, usize)> = edges
-        .iter()
-        .map(|e| (index[e.src_unit.as_str()], index[e.dst_unit.as_str()]))
-        .filter(|p| annotated.contains(&p.0))
-        .collect();
-    let hits = predicted.intersection(&backward).count();
-    let precision = hits as f64 / predicted.len().max(1) as f64;
-    let recall = hits as f64 / backward.len().max(1) as f64;
-    // Per kind of the dependent unit.
-    let mut per_kind: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    let mut predicted: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for j in &doc.judgments {
+        let JudgmentOutcome::Verdicts(verdicts) = &j.outcome else {
+            continue;
+        };
+        for (c, v) in j.candidates.iter().zip(verdicts) {
+            let pair = (owner(index[j.unit_id.as_str()]), owner(index[c.as_str()]));
+            if v.depends && pair.0 != pair.1 && annotated.contains(&pair.0) {
+                predicted.insert(pair);
+            }
+        }
+    }
+    let mut per: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     for &(i, j) in &predicted {
-        let e = per_kind.entry(doc.units[i].env.clone()).or_default();
-        e.0 += 1;
-        e.1 += usize::from(backward.contains(&(i, j)));
+        for key in [String::from("all"), doc.units[i].env.clone()] {
+            let e = per.entry(key).or_default();
+            e.0 += 1;
+            e.1 += usize::from(gold.contains(&(i, j)));
+        }
     }
-    for &(i, _) in &backward {
-        per_kind.entry(doc.units[i].env.clone()).or_default().2 += 1;
+    for &(i, _) in &gold {
+        for key in [String::from("all"), doc.units[i].env.clone()] {
+            per.entry(key).or_default().2 += 1;
+        }
     }
-    eprintln!(
-        "blueprint: {} gold \\uses pairs ({} backward) on {} annotated units; offline judge: {} predicted on them, {hits} correct: precision {precision:.3}, recall {recall:.3}; {} DEPENDS edges in all",
-        gold.len(),
-        backward.len(),
-        annotated.len(),
-        predicted.len(),
-        edges.len()
-    );
-    for (env, (p, h, g)) in &per_kind {
+    per
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    a as f64 / b.max(1) as f64
+}
+
+#[test]
+fn offline_judge_against_blueprint_uses() {
+    let mut docs = vec![blueprint()];
+    let report = judge_corpus(&mut docs, &OfflineJudge, 8, &Cache::new());
+    let doc = &docs[0];
+    let edges = &doc.depends;
+    let index = doc.unit_indices();
+    let per = score(doc);
+    for (env, &(p, h, g)) in &per {
         eprintln!(
-            "  {env}: predicted {p}, correct {h}, gold {g}: precision {:.3}, recall {:.3}",
-            *h as f64 / (*p).max(1) as f64,
-            *h as f64 / (*g).max(1) as f64
+            "blueprint {env}: predicted {p}, correct {h}, gold {g}: precision {:.3}, recall {:.3}",
+            ratio(h, p),
+            ratio(h, g)
         );
     }
-    assert!(
-        backward.len() >= 100,
-        "{} backward gold pairs",
-        backward.len()
-    );
+    eprintln!("{report:?}");
+    let (p, h, g) = per["all"];
+    let (precision, recall) = (ratio(h, p), ratio(h, g));
+    assert!(g >= 100, "{g} backward gold pairs");
+    // One judgment per judged unit, each recorded, none failed, no request sent.
+    assert_eq!(report.units, doc.judgments.len());
+    assert_eq!((report.failed, report.reused, report.requests), (0, 0, 0));
     // Every edge is explained, points backwards, and names its judge.
     assert!(
         edges
@@ -102,15 +138,15 @@ fn offline_judge_against_blueprint_uses() {
             .iter()
             .all(|e| index[e.dst_unit.as_str()] < index[e.src_unit.as_str()])
     );
-    // Regression floors from the first measurement (precision 0.042, recall 0.038: `\uses`
-    // names lemmas a proof applies, which term-introduction rules rarely see); raised as the
-    // judge improves.
+    // Regression floors a little under the measurement (precision 0.194, recall 0.762 at
+    // statement level); raised as the judge improves. Precision is a lower bound: `\uses` lists
+    // what a Lean formalisation needed, not every definition a reader needs.
     assert!(precision >= FLOOR_PRECISION, "precision {precision}");
     assert!(recall >= FLOOR_RECALL, "recall {recall}");
 }
 
-const FLOOR_PRECISION: f64 = 0.04;
-const FLOOR_RECALL: f64 = 0.03;
+const FLOOR_PRECISION: f64 = 0.17;
+const FLOOR_RECALL: f64 = 0.70;
 
 #[test]
 fn candidates_are_a_window_plus_earlier_introducers() {

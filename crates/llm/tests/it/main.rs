@@ -1,6 +1,7 @@
 //! The endpoint clients against a real local HTTP server that answers, fails and misbehaves.
 
 mod depends;
+mod judge;
 mod server;
 
 use ledger_core::UnitKind;

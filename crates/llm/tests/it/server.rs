@@ -22,6 +22,9 @@ pub enum Behaviour {
     Malformed,
     /// Announces a longer body than it sends, then closes the connection.
     Truncated,
+    /// A well-formed chat completion whose content misses a verdict (a judge's malformed
+    /// answer).
+    Invalid,
 }
 
 /// A running server; it stops with the test process.
@@ -77,6 +80,23 @@ impl FakeServer {
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
+}
+
+/// The judge's answer the server gives: the last candidate (the nearest preceding unit) is a
+/// prerequisite, the others are not; `invalid` leaves the first verdict out.
+pub fn judgments(labels: &[String], invalid: bool) -> String {
+    let mut answer = serde_json::Map::new();
+    for (k, l) in labels.iter().enumerate() {
+        if invalid && k == 0 {
+            continue;
+        }
+        let last = k + 1 == labels.len();
+        answer.insert(
+            l.clone(),
+            serde_json::json!({"depends": last, "elements": if last { vec!["the preceding unit"] } else { vec![] }}),
+        );
+    }
+    serde_json::Value::Object(answer).to_string()
 }
 
 /// The deterministic vector the server gives a text: letter counts of a..h, plus one.
@@ -184,7 +204,28 @@ async fn serve(
             });
             reply("200 OK", "", &body.to_string())
         }
-        Behaviour::Ok if path.ends_with("/chat/completions") => {
+        Behaviour::Ok | Behaviour::Invalid
+            if path.ends_with("/chat/completions")
+                && body["response_format"]["json_schema"]["name"] == "dependency_judgments" =>
+        {
+            let labels: Vec<String> = body["response_format"]["json_schema"]["schema"]["required"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|l| l.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let content = judgments(&labels, behaviour == Behaviour::Invalid);
+            let body = serde_json::json!({
+                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10 * labels.len(), "total_tokens": 100 + 10 * labels.len()}
+            });
+            reply("200 OK", "", &body.to_string())
+        }
+        Behaviour::Ok | Behaviour::Invalid if path.ends_with("/chat/completions") => {
             let user = body["messages"]
                 .as_array()
                 .and_then(|m| m.last())
@@ -203,7 +244,9 @@ async fn serve(
             });
             reply("200 OK", "", &body.to_string())
         }
-        Behaviour::Ok => reply("404 Not Found", "", &error_body("no such route")),
+        Behaviour::Ok | Behaviour::Invalid => {
+            reply("404 Not Found", "", &error_body("no such route"))
+        }
     };
     socket.write_all(out.as_bytes()).await?;
     socket.shutdown().await

@@ -26,6 +26,7 @@ fn run() -> RunInfo {
         command: "test".into(),
         inputs: "datasets".into(),
         seconds: 0.1,
+        ..Default::default()
     }
 }
 
@@ -167,4 +168,83 @@ async fn string_and_regex_functions_are_available() {
     )
     .await;
     assert!(n > 0);
+}
+
+#[tokio::test]
+async fn judgments_round_trip_with_failures_and_usage() {
+    use ledger_core::{CandidateVerdict, Judgment, JudgmentOutcome};
+    let mut docs = docs();
+    let ids: Vec<String> = docs[0].units.iter().map(|u| u.id.clone()).collect();
+    let ok = Judgment {
+        unit_id: ids[3].clone(),
+        judge: "llm:m:p1".into(),
+        cache_key: "k1".into(),
+        candidates: vec![ids[1].clone(), ids[2].clone()],
+        outcome: JudgmentOutcome::Verdicts(vec![
+            CandidateVerdict {
+                depends: true,
+                elements: vec!["the magma \"M\"".into(), "law (1)".into()],
+            },
+            CandidateVerdict {
+                depends: false,
+                elements: vec![],
+            },
+        ]),
+        requests: 2,
+        prompt_tokens: 900,
+        completion_tokens: 40,
+        reused: false,
+    };
+    let failed = Judgment {
+        unit_id: ids[4].clone(),
+        cache_key: "k2".into(),
+        candidates: vec![ids[3].clone()],
+        outcome: JudgmentOutcome::Failed("depends judgment: failed after 3 attempts".into()),
+        requests: 3,
+        reused: true,
+        ..ok.clone()
+    };
+    docs[0].judgments = vec![ok.clone(), failed.clone()];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("g");
+    let mut info = run();
+    (
+        info.llm_requests,
+        info.llm_prompt_tokens,
+        info.llm_completion_tokens,
+    ) = (5, 900, 40);
+    write_graph(&graph, &docs, &[], &Default::default(), &info).expect("write");
+    let back = ledger_store::read_judgments(&graph).expect("read");
+    assert_eq!(
+        back,
+        vec![
+            (docs[0].id.clone(), ok.clone()),
+            (docs[0].id.clone(), failed.clone())
+        ]
+    );
+    let session = SqlSession::open(&graph).await.expect("open");
+    assert_eq!(
+        count(
+            &session,
+            "SELECT COUNT(*) FROM judgments WHERE status = 'failed' AND error LIKE '%3 attempts'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        count(
+            &session,
+            "SELECT CAST(SUM(array_length(candidates)) AS BIGINT) FROM judgments"
+        )
+        .await,
+        3
+    );
+    assert_eq!(
+        count(
+            &session,
+            "SELECT llm_requests + failed_judgments + reused_judgments + judged_units FROM runs"
+        )
+        .await,
+        5 + 1 + 1 + 2
+    );
 }
