@@ -1,8 +1,11 @@
 //! `ledger bench parse`: parse + reference-extraction throughput (see `ledger_parse::bench`).
+//! `ledger bench distributed`: documents/s of the embedded mode and of 1, 2, 4 workers.
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
 
 /// Which benchmark to run.
 #[derive(Subcommand)]
@@ -18,6 +21,18 @@ pub enum Which {
         /// Leave out the rows with cl100k token counting.
         #[arg(long)]
         no_tokens: bool,
+    },
+    /// Documents/s of `ledger index` (embedded) and of `ledger coordinator` with N workers on the
+    /// same corpus, each on a fresh graph, through the RabbitMQ of `queue.amqp`; ratios against
+    /// the embedded run, and the queue's overhead per document (1 worker against embedded with
+    /// one thread).
+    Distributed {
+        /// Corpora (files or folders).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Worker counts to measure.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        workers: Vec<usize>,
     },
 }
 
@@ -37,5 +52,102 @@ pub fn run(which: Which) -> Result<()> {
             );
             Ok(())
         }
+        Which::Distributed { paths, workers } => distributed(&paths, &workers),
     }
+}
+
+/// Runs the binary itself with `args`, its own job queue, no progress bars.
+fn ledger(queue: &str, args: &[&str]) -> Result<Command> {
+    let mut c = Command::new(std::env::current_exe().context("locating ledger")?);
+    c.args(args)
+        .env("LEDGER_QUEUE_JOBS", queue)
+        .env("LEDGER_INDEX_PROGRESS", "false")
+        .stdout(Stdio::null());
+    Ok(c)
+}
+
+fn timed(mut c: Command) -> Result<f64> {
+    let start = Instant::now();
+    let status = c.status().context("running ledger")?;
+    if !status.success() {
+        bail!("{c:?} failed: {status}");
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let queue = format!("ledger.bench.{}", std::process::id());
+    let inputs: Vec<String> = paths
+        .iter()
+        .map(|p| std::fs::canonicalize(p).map(|p| p.display().to_string()))
+        .collect::<Result<_, _>>()?;
+    let run = |mode: &str, out: &Path, extra: &[&str]| -> Result<Command> {
+        let mut args: Vec<&str> = vec![mode];
+        args.extend(inputs.iter().map(String::as_str));
+        args.extend(["--out", out.to_str().unwrap_or_default()]);
+        args.extend_from_slice(extra);
+        ledger(&queue, &args)
+    };
+    let docs = ledger_parse::discover(paths).0.len();
+    let embedded = timed(run("index", &dir.path().join("embedded"), &[])?)?;
+    let embedded_1 = timed(run(
+        "index",
+        &dir.path().join("embedded-1"),
+        &["--jobs", "1"],
+    )?)?;
+    let mut rows = vec![
+        ("embedded (all cores)".to_string(), embedded),
+        ("embedded (1 thread)".to_string(), embedded_1),
+    ];
+    for &n in workers {
+        let out = dir.path().join(format!("workers-{n}"));
+        let coordinator = run("coordinator", &out, &[])?;
+        let mut pool: Vec<Child> = (0..n)
+            .map(|_| {
+                ledger(&queue, &["worker", "--exit-when-idle", "2"])?
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .context("starting a worker")
+            })
+            .collect::<Result<_>>()?;
+        let seconds = timed(coordinator);
+        for w in &mut pool {
+            let _ = w.wait();
+        }
+        rows.push((
+            format!("{n} worker{}", if n == 1 { "" } else { "s" }),
+            seconds?,
+        ));
+    }
+    println!("{docs} documents; each run on a fresh graph, RabbitMQ job queue `{queue}`\n");
+    println!("| mode | seconds | documents/s | ratio to embedded |");
+    println!("|---|---:|---:|---:|");
+    for (mode, seconds) in &rows {
+        println!(
+            "| {mode} | {seconds:.2} | {:.2} | {:.2} |",
+            docs as f64 / seconds,
+            embedded / seconds
+        );
+    }
+    // The benchmark's queues go with it.
+    let amqp = crate::config::Config::load(None)?.queue.amqp;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            let b =
+                ledger_queue::Broker::connect(&amqp, std::time::Duration::from_secs(10)).await?;
+            b.delete_queue(&queue).await?;
+            b.delete_queue(&ledger_queue::dead_queue(&queue)).await?;
+            b.close().await;
+            anyhow::Ok(())
+        })?;
+    if let Some((_, one)) = rows.iter().find(|r| r.0 == "1 worker") {
+        println!(
+            "\nqueue overhead: {:.1} ms per document (1 worker against embedded with 1 thread, process start-up included)",
+            (one - embedded_1) / docs.max(1) as f64 * 1000.0
+        );
+    }
+    Ok(())
 }

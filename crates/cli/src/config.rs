@@ -9,7 +9,7 @@ use std::path::Path;
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
 
 /// All settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// `ledger index`.
@@ -26,10 +26,28 @@ pub struct Config {
     pub embed: EmbedConfig,
     /// The chat endpoint.
     pub llm: LlmConfig,
+    /// The distributed mode's broker.
+    pub queue: QueueConfig,
+}
+
+/// Settings of the distributed mode.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// RabbitMQ URL.
+    pub amqp: String,
+    /// The durable job queue (its dead-letter queue is `<jobs>.dead`).
+    pub jobs: String,
+    /// Unacknowledged jobs per worker.
+    pub prefetch: u16,
+    /// Attempts per document before the dead-letter queue.
+    pub max_attempts: u32,
+    /// RabbitMQ's acknowledgement timeout on the job queue, in seconds.
+    pub consumer_timeout_secs: u64,
 }
 
 /// Settings of DEPENDS edges.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DependsConfig {
     /// Judge DEPENDS edges at all.
@@ -41,7 +59,7 @@ pub struct DependsConfig {
 }
 
 /// Settings of summaries and embedders.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedConfig {
     /// `auto`, `hash`, `minilm` or `openai`.
@@ -67,7 +85,7 @@ pub struct EmbedConfig {
 }
 
 /// Settings of the chat endpoint.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmConfig {
     /// Base URL; empty = none.
@@ -85,7 +103,7 @@ pub struct LlmConfig {
 }
 
 /// Settings of the semantic layer (RELATED edges).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelatedConfig {
     /// Compute RELATED edges at all.
@@ -99,7 +117,7 @@ pub struct RelatedConfig {
 }
 
 /// Settings of `ledger index`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct IndexConfig {
     /// Parser threads; 0 = one per core.
@@ -111,7 +129,7 @@ pub struct IndexConfig {
 }
 
 /// Settings of `ledger verify`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyConfig {
     /// Exit 1 on ambiguous references too.
@@ -121,7 +139,7 @@ pub struct VerifyConfig {
 }
 
 /// Settings of `ledger sql`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqlConfig {
     /// `table`, `csv` or `json`.

@@ -1,6 +1,7 @@
 //! `ledger index` and `ledger verify`: discover, parse in parallel, resolve, then write or report.
 
-use crate::config::{DependsConfig, IndexConfig, RelatedConfig, VerifyConfig};
+use crate::config::{IndexConfig, RelatedConfig, VerifyConfig};
+use crate::pipeline::{DocReport, Part, Stage, part_key};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Severity, UnitKind};
@@ -19,7 +20,8 @@ pub struct Corpus {
     pub seconds: f64,
 }
 
-/// Discovers, parses (rayon, `config.jobs` threads) and resolves the documents under `paths`.
+/// Discovers and parses (rayon, `config.jobs` threads) the documents under `paths`; references
+/// across documents are left pending (see `ledger_parse::resolve_corpus`).
 pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
     let start = Instant::now();
     let (sources, diagnostics) = ledger_parse::discover(paths);
@@ -40,7 +42,7 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
-    let mut docs: Vec<Document> = pool.install(|| {
+    let docs: Vec<Document> = pool.install(|| {
         sources
             .par_iter()
             .map(|s| {
@@ -52,7 +54,6 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
             .collect()
     });
     bar.finish_and_clear();
-    ledger_parse::resolve_corpus(&mut docs);
     Ok(Corpus {
         docs,
         diagnostics,
@@ -68,18 +69,14 @@ pub struct IndexJob<'a> {
     pub out: &'a Path,
     /// Parsing settings.
     pub index: &'a IndexConfig,
-    /// DEPENDS settings.
-    pub depends: &'a DependsConfig,
     /// RELATED settings.
     pub related: &'a RelatedConfig,
-    /// The `[llm]` chat endpoint, when one is configured.
-    pub chat: Option<&'a ledger_llm::Client>,
 }
 
 /// Parses the inputs, refusing to go on when an input itself is bad (a missing path must not
 /// replace a good graph with an empty one); unreadable documents are kept and named on stderr.
-fn load_inputs(job: &IndexJob) -> Result<Corpus> {
-    let corpus = load(job.paths, job.index)?;
+pub fn load_inputs(paths: &[PathBuf], config: &IndexConfig) -> Result<Corpus> {
+    let corpus = load(paths, config)?;
     let bad_inputs: Vec<String> = corpus
         .diagnostics
         .iter()
@@ -100,46 +97,118 @@ fn load_inputs(job: &IndexJob) -> Result<Corpus> {
     Ok(corpus)
 }
 
-/// `ledger index PATH... --out GRAPH`.
-pub fn index(job: &IndexJob, models: Option<&crate::semantic::Models>) -> Result<()> {
+/// The part each document of the graph's current version came from (document id → key); empty
+/// when there is no graph yet.
+pub fn previous_parts(graph: &Path) -> BTreeMap<String, String> {
+    ledger_store::current_version(graph)
+        .and_then(|dir| ledger_store::Manifest::read(&dir))
+        .map(|m| m.parts)
+        .unwrap_or_default()
+}
+
+/// The document stage for one document, reusing its part when one with the same key is complete,
+/// else taking the document's previous part (or an incomplete one) as cache. The part is written
+/// durably before this returns.
+pub fn process_document(
+    stage: &Stage,
+    graph: &Path,
+    doc: Document,
+    previous_key: Option<&str>,
+) -> Result<(Part, String, DocReport)> {
+    let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
+    let mut cache = None;
+    if ledger_store::has_part(graph, &key) {
+        let mut part = Part::read(graph, &key)?;
+        if part.complete() {
+            // Nothing of it is judged again in this run.
+            for j in &mut part.doc.judgments {
+                j.reused = true;
+            }
+            let report = DocReport::reused(&part);
+            return Ok((part, key, report));
+        }
+        cache = Some(part);
+    }
+    if cache.is_none()
+        && let Some(k) = previous_key.filter(|k| ledger_store::has_part(graph, k))
+    {
+        cache = Part::read(graph, k)
+            .inspect_err(|e| tracing::warn!(error = %e, "previous part unreadable"))
+            .ok();
+    }
+    let (part, report) = stage.process(doc, cache.as_ref())?;
+    part.write(graph, &key)?;
+    Ok((part, key, report))
+}
+
+/// `ledger index PATH... --out GRAPH`: the embedded mode. Every document goes through the same
+/// document stage as a worker's job (rayon over documents), then the corpus stage commits.
+pub fn index(job: &IndexJob, stage: &Stage) -> Result<()> {
     let started_at = ledger_store::now_rfc3339();
     let out = job.out;
-    let mut corpus = load_inputs(job)?;
-    let depends_start = Instant::now();
-    let depends_report = if job.depends.enabled {
-        let judge = judge(job.depends, job.chat)?;
-        let cache = judgment_cache(out, judge.name());
-        Some((
-            ledger_llm::depends::judge_corpus(
-                &mut corpus.docs,
-                judge.as_ref(),
-                job.depends.window,
-                &cache,
-            ),
-            judge.name().to_string(),
-        ))
-    } else {
-        None
+    let corpus = load_inputs(job.paths, job.index)?;
+    let previous = previous_parts(out);
+    let stage_start = Instant::now();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(job.index.jobs)
+        .build()
+        .context("starting worker threads")?;
+    let results: Vec<Result<(Part, String, DocReport)>> = pool.install(|| {
+        corpus
+            .docs
+            .into_par_iter()
+            .map(|doc| {
+                let previous_key = previous.get(&doc.id).map(String::as_str);
+                let id = doc.id.clone();
+                process_document(stage, out, doc, previous_key)
+                    .with_context(|| format!("document {id}"))
+            })
+            .collect()
+    });
+    let mut parts = Vec::with_capacity(results.len());
+    let mut keys = BTreeMap::new();
+    let mut report = DocReport::default();
+    for r in results {
+        let (part, key, r) = r?;
+        report.add(&r);
+        keys.insert(part.doc.id.clone(), key);
+        parts.push(part);
+    }
+    let stage_seconds = stage_start.elapsed().as_secs_f64();
+    let corpus_start = Instant::now();
+    let (docs, semantic) = crate::pipeline::assemble(parts, job.related, stage.semantic_names())?;
+    let corpus = Corpus {
+        docs,
+        diagnostics: corpus.diagnostics,
+        seconds: corpus.seconds,
     };
-    let depends_seconds = depends_start.elapsed().as_secs_f64();
-    let semantic_start = Instant::now();
-    let (semantic, stats) = match models {
-        Some(models) => {
-            // The previous version's summaries and vectors are the cache; a graph that cannot
-            // be read (none yet, or an older layout) just means computing everything.
-            let previous = if out.join("current").exists() {
-                ledger_store::read_embeddings(out)
-                    .inspect_err(|e| tracing::warn!(error = %e, "no reusable embeddings"))
-                    .ok()
-            } else {
-                None
-            };
-            crate::semantic::compute(&corpus.docs, job.related, models, previous.as_ref())?
-        }
-        None => Default::default(),
-    };
-    let semantic_seconds = semantic_start.elapsed().as_secs_f64();
-    let usage = job.chat.map(|c| c.usage().snapshot()).unwrap_or_default();
+    let corpus_seconds = corpus_start.elapsed().as_secs_f64();
+    let usage = stage
+        .chat()
+        .map(|c| c.usage().snapshot())
+        .unwrap_or_default();
+    commit(job, usage, &corpus, &semantic, keys, started_at)?;
+    print_report(
+        stage,
+        &report,
+        &semantic,
+        job.related,
+        stage_seconds,
+        corpus_seconds,
+    );
+    Ok(())
+}
+
+/// Writes the graph version (and drops the parts it no longer needs); prints the corpus summary.
+pub fn commit(
+    job: &IndexJob,
+    usage: ledger_llm::UsageSnapshot,
+    corpus: &Corpus,
+    semantic: &ledger_core::Semantic,
+    parts: BTreeMap<String, String>,
+    started_at: String,
+) -> Result<()> {
+    let keep: std::collections::HashSet<String> = parts.values().cloned().collect();
     let run = ledger_store::RunInfo {
         started_at,
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -153,18 +222,40 @@ pub fn index(job: &IndexJob, models: Option<&crate::semantic::Models>) -> Result
         llm_requests: usage.requests,
         llm_prompt_tokens: usage.prompt_tokens,
         llm_completion_tokens: usage.completion_tokens,
+        parts,
     };
     let write_start = Instant::now();
     let manifest =
-        ledger_store::write_graph(out, &corpus.docs, &corpus.diagnostics, &semantic, &run)
-            .with_context(|| format!("writing graph {}", out.display()))?;
-    print!("{}", summary(&corpus));
-    if let Some((r, name)) = &depends_report {
+        ledger_store::write_graph(job.out, &corpus.docs, &corpus.diagnostics, semantic, &run)
+            .with_context(|| format!("writing graph {}", job.out.display()))?;
+    ledger_store::prune_parts(job.out, &keep);
+    print!("{}", summary(corpus));
+    println!(
+        "graph: {} (version {}), written in {:.2} s",
+        job.out.join("current").display(),
+        manifest.version,
+        write_start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Prints what the document stages did (summed over documents) and the RELATED edges.
+pub fn print_report(
+    stage: &Stage,
+    report: &DocReport,
+    semantic: &ledger_core::Semantic,
+    related: &RelatedConfig,
+    stage_seconds: f64,
+    corpus_seconds: f64,
+) {
+    let r = &report.depends;
+    if let Some(judge) = stage.judge() {
         println!(
-            "depends: {} DEPENDS edges from {} judgments ({name}, window {}): {} reused, {} failed{}; {} requests, {} prompt + {} completion tokens; in {depends_seconds:.2} s",
+            "depends: {} DEPENDS edges from {} judgments ({}, window {}): {} reused, {} failed{}; {} requests, {} prompt + {} completion tokens",
             r.edges,
             r.units,
-            job.depends.window,
+            judge.name(),
+            stage.settings().depends.window,
             r.reused,
             r.failed,
             if r.failed > 0 {
@@ -177,12 +268,13 @@ pub fn index(job: &IndexJob, models: Option<&crate::semantic::Models>) -> Result
             r.completion_tokens,
         );
     }
-    if models.is_some() {
+    if stage.settings().embed_enabled {
+        let stats = &report.semantic;
         println!(
-            "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}, summaries {}), in {semantic_seconds:.2} s",
+            "related: {} RELATED edges at cosine > {} ({} scope) from {} embeddings ({}, summaries {}), in {corpus_seconds:.2} s",
             semantic.related.len(),
-            job.related.theta,
-            job.related.scope,
+            related.theta,
+            related.scope,
             semantic.embeddings.len(),
             semantic.model,
             semantic.summarizer,
@@ -203,33 +295,49 @@ pub fn index(job: &IndexJob, models: Option<&crate::semantic::Models>) -> Result
             }
         );
     }
-    println!(
-        "graph: {} (version {}), written in {:.2} s",
-        out.join("current").display(),
-        manifest.version,
-        write_start.elapsed().as_secs_f64()
-    );
-    Ok(())
+    println!("document stage: {stage_seconds:.2} s");
 }
 
-/// `ledger index --estimate`: what the DEPENDS judge would send, given the graph's cache;
-/// nothing is sent or written.
-pub fn estimate(job: &IndexJob) -> Result<()> {
-    let corpus = load_inputs(job)?;
+/// `ledger index --estimate`: what the DEPENDS judge would send, given the parts the graph
+/// already holds; nothing is sent or written.
+pub fn estimate(job: &IndexJob, stage: &Stage) -> Result<()> {
+    let corpus = load_inputs(job.paths, job.index)?;
     print!("{}", summary(&corpus));
-    if !job.depends.enabled {
+    let Some(judge) = stage.judge() else {
         println!("depends: disabled; no requests");
         return Ok(());
+    };
+    // The judgments a run could reuse: those of the parts it would read.
+    let previous = previous_parts(job.out);
+    let mut cache = ledger_llm::depends::Cache::new();
+    for doc in &corpus.docs {
+        let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
+        for k in [
+            Some(key.as_str()),
+            previous.get(&doc.id).map(String::as_str),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let Ok(p) = Part::read(job.out, k) {
+                for j in p.doc.judgments {
+                    if j.judge == judge.name()
+                        && matches!(j.outcome, ledger_core::JudgmentOutcome::Verdicts(_))
+                    {
+                        cache.insert(j.cache_key.clone(), j);
+                    }
+                }
+                break;
+            }
+        }
     }
-    let judge = judge(job.depends, job.chat)?;
-    let cache = judgment_cache(job.out, judge.name());
     let (report, e) =
-        ledger_llm::depends::estimate(&corpus.docs, judge.as_ref(), job.depends.window, &cache);
+        ledger_llm::depends::estimate(&corpus.docs, judge, stage.settings().depends.window, &cache);
     println!(
         "estimate: {} units to judge with {} (window {}), {} reused from {}: {} requests, about {} prompt tokens and at most {} completion tokens",
         report.units,
         judge.name(),
-        job.depends.window,
+        stage.settings().depends.window,
         report.reused,
         job.out.display(),
         e.requests,
@@ -237,46 +345,6 @@ pub fn estimate(job: &IndexJob) -> Result<()> {
         e.completion_tokens
     );
     Ok(())
-}
-
-/// The DEPENDS judge the configuration names.
-fn judge(
-    config: &DependsConfig,
-    chat: Option<&ledger_llm::Client>,
-) -> Result<Box<dyn ledger_llm::depends::Judge>> {
-    use ledger_llm::depends::{LlmJudge, OfflineJudge};
-    Ok(match (config.judge.as_str(), chat) {
-        ("offline", _) | ("auto", None) => Box::new(OfflineJudge),
-        ("llm" | "auto", Some(client)) => Box::new(LlmJudge::new(client.clone())),
-        ("llm", None) => anyhow::bail!(
-            "depends.judge = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)"
-        ),
-        (other, _) => {
-            anyhow::bail!("depends.judge = {other:?}: expected \"auto\", \"offline\" or \"llm\"")
-        }
-    })
-}
-
-/// The successful judgments of `judge` in the graph's current version, by cache key; empty when
-/// there is no graph yet or it cannot be read (then everything is judged).
-fn judgment_cache(graph: &Path, judge: &str) -> ledger_llm::depends::Cache {
-    if !graph.join("current").exists() {
-        return Default::default();
-    }
-    match ledger_store::read_judgments(graph) {
-        Ok(rows) => rows
-            .into_iter()
-            .map(|(_, j)| j)
-            .filter(|j| {
-                j.judge == judge && matches!(j.outcome, ledger_core::JudgmentOutcome::Verdicts(_))
-            })
-            .map(|j| (j.cache_key.clone(), j))
-            .collect(),
-        Err(e) => {
-            tracing::warn!(error = %e, "no reusable judgments");
-            Default::default()
-        }
-    }
 }
 
 /// A human summary: documents, units per kind, edges per kind, references, diagnostics, speed.
@@ -361,7 +429,8 @@ pub fn verify(paths: &[PathBuf], index: &IndexConfig, config: &VerifyConfig) -> 
     let mut index = index.clone();
     index.count_tokens = false;
     index.progress = false;
-    let corpus = load(paths, &index)?;
+    let mut corpus = load(paths, &index)?;
+    ledger_parse::resolve_corpus(&mut corpus.docs);
     let mut lines = Vec::new();
     let (mut broken, mut ambiguous) = (0, 0);
     for doc in &corpus.docs {

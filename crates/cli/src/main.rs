@@ -3,8 +3,10 @@
 
 mod bench;
 mod config;
+mod distributed;
 mod index;
 mod models;
+mod pipeline;
 mod semantic;
 
 use anyhow::{Context, Result};
@@ -36,46 +38,42 @@ enum Command {
         /// The graph folder to write (created if missing; a new version is committed atomically).
         #[arg(long)]
         out: PathBuf,
-        /// Parser threads (0 = one per core).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Do not count cl100k tokens (faster; `tokens` columns are 0).
-        #[arg(long)]
-        no_tokens: bool,
-        /// Do not show a progress bar.
-        #[arg(long)]
-        no_progress: bool,
-        /// Do not compute RELATED edges (summaries, embeddings).
-        #[arg(long)]
-        no_related: bool,
-        /// Do not judge DEPENDS edges.
-        #[arg(long)]
-        no_depends: bool,
-        /// DEPENDS judge: `auto`, `offline` or `llm` (the [llm] endpoint).
-        #[arg(long)]
-        judge: Option<String>,
-        /// Preceding units shown to the DEPENDS judge per unit.
-        #[arg(long)]
-        window: Option<usize>,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
         /// Print the LLM requests and tokens this run would need, then stop (nothing is sent
         /// or written).
         #[arg(long)]
         estimate: bool,
-        /// Embedder of summaries: `auto`, `hash`, `minilm` or `openai`.
+    },
+    /// Distributed mode: scan PATH..., publish a job per new or changed document to RabbitMQ,
+    /// follow the workers, then build and commit the graph.
+    Coordinator {
+        /// Files or folders, as for `index` (workers must see them at the same absolute paths).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The graph folder, shared with the workers.
         #[arg(long)]
-        embedder: Option<String>,
-        /// Summarizer: `extractive` or `llm`.
+        out: PathBuf,
+        /// Broker URL (default: `queue.amqp`).
         #[arg(long)]
-        summarizer: Option<String>,
-        /// Cosine threshold θ of RELATED edges.
+        amqp: Option<String>,
+        /// Attempts per document before its job goes to the dead-letter queue.
         #[arg(long)]
-        theta: Option<f64>,
-        /// RELATED pairs inside each `document`, or across the `corpus`.
+        max_attempts: Option<u32>,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+    },
+    /// Distributed mode: run document jobs from RabbitMQ until SIGTERM.
+    Worker {
+        /// Broker URL (default: `queue.amqp`).
         #[arg(long)]
-        related_scope: Option<String>,
-        /// Neighbours asked of the HNSW index per unit.
+        amqp: Option<String>,
+        /// Jobs the broker may hand this worker before it acks the first.
         #[arg(long)]
-        related_k: Option<usize>,
+        prefetch: Option<u16>,
+        /// Exit once the job queue has been empty for this many seconds.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "5")]
+        exit_when_idle: Option<u64>,
     },
     /// Print the units nearest to UNIT by embedding cosine (to tune θ).
     Similar {
@@ -142,6 +140,86 @@ enum ModelsCommand {
     Path,
 }
 
+/// Settings of the document stage, shared by `index` and `coordinator`.
+#[derive(clap::Args)]
+struct PipelineArgs {
+    /// Parser threads (0 = one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Do not count cl100k tokens (faster; `tokens` columns are 0).
+    #[arg(long)]
+    no_tokens: bool,
+    /// Do not show a progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// Do not compute RELATED edges (summaries, embeddings).
+    #[arg(long)]
+    no_related: bool,
+    /// Do not judge DEPENDS edges.
+    #[arg(long)]
+    no_depends: bool,
+    /// DEPENDS judge: `auto`, `offline` or `llm` (the [llm] endpoint).
+    #[arg(long)]
+    judge: Option<String>,
+    /// Preceding units shown to the DEPENDS judge per unit.
+    #[arg(long)]
+    window: Option<usize>,
+    /// Embedder of summaries: `auto`, `hash`, `minilm` or `openai`.
+    #[arg(long)]
+    embedder: Option<String>,
+    /// Summarizer: `extractive` or `llm`.
+    #[arg(long)]
+    summarizer: Option<String>,
+    /// Cosine threshold θ of RELATED edges.
+    #[arg(long)]
+    theta: Option<f64>,
+    /// RELATED pairs inside each `document`, or across the `corpus`.
+    #[arg(long)]
+    related_scope: Option<String>,
+    /// Neighbours asked of the HNSW index per unit.
+    #[arg(long)]
+    related_k: Option<usize>,
+}
+
+impl PipelineArgs {
+    /// The configuration with these flags applied: parsing, RELATED and document-stage settings.
+    fn apply(
+        self,
+        config: &config::Config,
+    ) -> (
+        config::IndexConfig,
+        config::RelatedConfig,
+        pipeline::Settings,
+    ) {
+        let mut r = config.related.clone();
+        r.enabled &= !self.no_related;
+        r.theta = self.theta.unwrap_or(r.theta);
+        r.scope = self.related_scope.unwrap_or(r.scope);
+        r.k = self.related_k.unwrap_or(r.k);
+        let mut c = config.index.clone();
+        if let Some(j) = self.jobs {
+            c.jobs = j;
+        }
+        c.count_tokens &= !self.no_tokens;
+        c.progress &= !self.no_progress;
+        let mut e = config.embed.clone();
+        e.embedder = self.embedder.unwrap_or(e.embedder);
+        e.summarizer = self.summarizer.unwrap_or(e.summarizer);
+        let mut d = config.depends.clone();
+        d.enabled &= !self.no_depends;
+        d.judge = self.judge.unwrap_or(d.judge);
+        d.window = self.window.unwrap_or(d.window);
+        let settings = pipeline::Settings {
+            index: c.clone(),
+            depends: d,
+            embed_enabled: r.enabled,
+            embed: e,
+            llm: config.llm.clone(),
+        };
+        (c, r, settings)
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Table,
@@ -171,57 +249,67 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Index {
             paths,
             out,
-            jobs,
-            no_tokens,
-            no_progress,
-            no_related,
-            no_depends,
-            judge,
-            window,
+            pipeline: args,
             estimate,
-            embedder,
-            summarizer,
-            theta,
-            related_scope,
-            related_k,
         } => {
-            let mut r = config.related;
-            r.enabled &= !no_related;
-            r.theta = theta.unwrap_or(r.theta);
-            r.scope = related_scope.unwrap_or(r.scope);
-            r.k = related_k.unwrap_or(r.k);
-            let mut c = config.index;
-            if let Some(j) = jobs {
-                c.jobs = j;
-            }
-            c.count_tokens &= !no_tokens;
-            c.progress &= !no_progress;
-            let mut e = config.embed;
-            e.embedder = embedder.unwrap_or(e.embedder);
-            e.summarizer = summarizer.unwrap_or(e.summarizer);
-            let chat = semantic::chat_client(&config.llm)?;
-            let mut d = config.depends;
-            d.enabled &= !no_depends;
-            d.judge = judge.unwrap_or(d.judge);
-            d.window = window.unwrap_or(d.window);
+            let (c, r, settings) = args.apply(&config);
+            let stage = pipeline::Stage::new(settings)?;
             let job = index::IndexJob {
                 paths: &paths,
                 out: &out,
                 index: &c,
-                depends: &d,
                 related: &r,
-                chat: chat.as_ref(),
             };
             if estimate {
-                index::estimate(&job)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let models = if r.enabled {
-                Some(semantic::models(&e, chat.as_ref())?)
+                index::estimate(&job, &stage)?;
             } else {
-                None
+                index::index(&job, &stage)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Coordinator {
+            paths,
+            out,
+            amqp,
+            max_attempts,
+            pipeline: args,
+        } => {
+            let (index, related, settings) = args.apply(&config);
+            let options = distributed::CoordinatorOptions {
+                amqp: amqp.unwrap_or(config.queue.amqp.clone()),
+                jobs: config.queue.jobs.clone(),
+                out,
+                paths,
+                progress: index.progress,
+                index,
+                related,
+                settings,
+                max_attempts: max_attempts.unwrap_or(config.queue.max_attempts),
+                consumer_timeout: std::time::Duration::from_secs(
+                    config.queue.consumer_timeout_secs,
+                ),
             };
-            index::index(&job, models.as_ref())?;
+            let report = distributed::coordinator(&options)?;
+            Ok(if report.dead.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Worker {
+            amqp,
+            prefetch,
+            exit_when_idle,
+        } => {
+            distributed::worker(&distributed::WorkerOptions {
+                amqp: amqp.unwrap_or(config.queue.amqp.clone()),
+                jobs: config.queue.jobs.clone(),
+                prefetch: prefetch.unwrap_or(config.queue.prefetch),
+                exit_when_idle: exit_when_idle.map(std::time::Duration::from_secs),
+                consumer_timeout: std::time::Duration::from_secs(
+                    config.queue.consumer_timeout_secs,
+                ),
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sql {

@@ -170,21 +170,15 @@ fn context(doc: &Document, i: usize) -> String {
     }
 }
 
-/// Summaries, embeddings and RELATED edges for the documents (bibliography entries are not
-/// embedded). Summaries and vectors of `previous` (the graph's last version) are reused where the
-/// summarizer and its input, or the model and the summary, are unchanged.
-pub fn compute(
+/// Summaries and embeddings of the documents' units (bibliography entries are not embedded).
+/// Summaries and vectors of `previous` (an earlier result for these documents) are reused where
+/// the summarizer and its input, or the model and the summary, are unchanged.
+pub fn embed(
     docs: &[Document],
-    config: &RelatedConfig,
     models: &Models,
     previous: Option<&Semantic>,
 ) -> Result<(Semantic, Stats)> {
     let (summarizer, embedder) = (models.summarizer.as_ref(), models.embedder.as_ref());
-    let corpus_scope = match config.scope.as_str() {
-        "document" => false,
-        "corpus" => true,
-        other => bail!("related.scope = {other:?}: expected \"document\" or \"corpus\""),
-    };
     let mut stats = Stats::default();
     // Summaries: cached by (summarizer, input hash).
     let mut targets: Vec<(usize, usize, String)> = Vec::new();
@@ -296,10 +290,71 @@ pub fn compute(
     }
     stats.vectors_computed = missing.len();
     let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();
+    let embeddings = items
+        .into_iter()
+        .zip(summary_hashes)
+        .zip(vectors)
+        .map(
+            |(((d, i, summary, input_hash), summary_hash), vector)| UnitEmbedding {
+                doc_id: docs[d].id.clone(),
+                unit_id: docs[d].units[i].id.clone(),
+                input_hash,
+                summary_hash,
+                summary,
+                vector,
+            },
+        )
+        .collect();
+    Ok((
+        Semantic {
+            model: embedder.model().to_string(),
+            dim: embedder.dim(),
+            summarizer: summarizer.name().to_string(),
+            embeddings,
+            related: Vec::new(),
+        },
+        stats,
+    ))
+}
+
+/// RELATED edges among the embedded units of `docs`: cosine above θ within each document (or
+/// across the corpus), once per pair, from the earlier unit to the later, never where another
+/// edge already links the pair (REFERENCES > DEPENDS > CONTAINS > RELATED).
+pub fn related(
+    docs: &[Document],
+    semantic: &Semantic,
+    config: &RelatedConfig,
+) -> Result<Vec<Edge>> {
+    let corpus_scope = match config.scope.as_str() {
+        "document" => false,
+        "corpus" => true,
+        other => bail!("related.scope = {other:?}: expected \"document\" or \"corpus\""),
+    };
+    let doc_index: HashMap<&str, usize> = docs
+        .iter()
+        .enumerate()
+        .map(|(d, doc)| (doc.id.as_str(), d))
+        .collect();
+    let unit_indices: Vec<HashMap<&str, usize>> = docs.iter().map(Document::unit_indices).collect();
+    // (document, unit, embedding row), in document order.
+    let mut items: Vec<(usize, usize, usize)> = semantic
+        .embeddings
+        .iter()
+        .enumerate()
+        .filter_map(|(k, e)| {
+            let d = *doc_index.get(e.doc_id.as_str())?;
+            Some((d, *unit_indices[d].get(e.unit_id.as_str())?, k))
+        })
+        .collect();
+    items.sort_unstable();
+    let vectors: Vec<&Vec<f32>> = items
+        .iter()
+        .map(|&(_, _, k)| &semantic.embeddings[k].vector)
+        .collect();
     // Pairs already linked by any edge keep that edge (REFERENCES > DEPENDS > CONTAINS > RELATED).
     let mut linked: HashSet<(usize, usize, usize, usize)> = HashSet::new();
     for (d, doc) in docs.iter().enumerate() {
-        let index_of = doc.unit_indices();
+        let index_of = &unit_indices[d];
         for e in doc
             .contains_edges()
             .into_iter()
@@ -321,7 +376,7 @@ pub fn compute(
         vec![(0..items.len()).collect()]
     } else {
         let mut g: Vec<Vec<usize>> = vec![Vec::new(); docs.len()];
-        for (k, (d, _, _, _)) in items.iter().enumerate() {
+        for (k, (d, _, _)) in items.iter().enumerate() {
             g[*d].push(k);
         }
         g
@@ -357,35 +412,11 @@ pub fn compute(
                 dst_unit: docs[d2].units[u2].id.clone(),
                 kind: EdgeKind::Related,
                 score: f64::from(score),
-                evidence: embedder.model().to_string(),
+                evidence: semantic.model.clone(),
             });
         }
     }
-    let embeddings = items
-        .into_iter()
-        .zip(summary_hashes)
-        .zip(vectors)
-        .map(
-            |(((d, i, summary, input_hash), summary_hash), vector)| UnitEmbedding {
-                doc_id: docs[d].id.clone(),
-                unit_id: docs[d].units[i].id.clone(),
-                input_hash,
-                summary_hash,
-                summary,
-                vector,
-            },
-        )
-        .collect();
-    Ok((
-        Semantic {
-            model: embedder.model().to_string(),
-            dim: embedder.dim(),
-            summarizer: summarizer.name().to_string(),
-            embeddings,
-            related,
-        },
-        stats,
-    ))
+    Ok(related)
 }
 
 /// `ledger similar`: the `k` units nearest to `unit` (exact cosine over the graph's embeddings).

@@ -12,11 +12,13 @@
 //! A crash before the symlink swap leaves the previous version current. This is the only crate
 //! that touches Arrow, Parquet or DataFusion.
 
+mod parts;
 mod read;
 mod schema;
 mod sql;
 mod write;
 
+pub use parts::{has_part, part_path, parts_dir, prune_parts, read_part, write_part};
 pub use read::{read_embeddings, read_judgments};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};

@@ -24,7 +24,13 @@ pub fn read_embeddings(graph: &Path) -> Result<Semantic> {
     let dir = crate::current_version(graph)?;
     let path = dir.join("embeddings.parquet");
     let file = std::fs::File::open(&path).map_err(io_err(&path))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    embeddings_from(ParquetRecordBatchReaderBuilder::try_new(file)?.build()?)
+}
+
+/// The rows of an embeddings table.
+pub(crate) fn embeddings_from(
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+) -> Result<Semantic> {
     let mut semantic = Semantic::default();
     for batch in reader {
         let batch = batch?;

@@ -37,6 +37,9 @@ pub struct RunInfo {
     pub llm_prompt_tokens: u64,
     /// Completion tokens those requests cost.
     pub llm_completion_tokens: u64,
+    /// The part each document came from (document id → part key), recorded in the manifest so
+    /// that the next run finds a changed document's previous part (its caches).
+    pub parts: BTreeMap<String, String>,
 }
 
 /// `manifest.json` of one graph version.
@@ -52,6 +55,9 @@ pub struct Manifest {
     pub committed_at: String,
     /// Row count per table.
     pub rows: BTreeMap<String, usize>,
+    /// Document id → the part it came from.
+    #[serde(default)]
+    pub parts: BTreeMap<String, String>,
 }
 
 impl Manifest {
@@ -238,7 +244,7 @@ fn labels_batch(docs: &[&Document]) -> Result<RecordBatch> {
     )
 }
 
-fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
+pub(crate) fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
     let rows = &semantic.embeddings;
     let dim = if rows.is_empty() {
         semantic.dim.max(1)
@@ -487,6 +493,7 @@ pub fn write_graph(
             ledger_version: env!("CARGO_PKG_VERSION").into(),
             committed_at: now_rfc3339(),
             rows,
+            parts: run.parts.clone(),
         };
         let mpath = tmp.join("manifest.json");
         write_synced(&mpath, &serde_json::to_vec_pretty(&manifest)?)?;
@@ -553,10 +560,20 @@ fn prune(versions: &Path, previous: Option<&Path>, current: &Path) {
 }
 
 fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    write_parquet_with(path, batch, Vec::new())
+}
+
+/// Writes `batch` to `path` with `metadata` in the file footer, and fsyncs the file.
+pub(crate) fn write_parquet_with(
+    path: &Path,
+    batch: &RecordBatch,
+    metadata: Vec<parquet::file::metadata::KeyValue>,
+) -> Result<()> {
     let file = File::create(path).map_err(io_err(path))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_created_by(format!("ledger {}", env!("CARGO_PKG_VERSION")))
+        .set_key_value_metadata((!metadata.is_empty()).then_some(metadata))
         .build();
     let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
     writer.write(batch)?;
@@ -572,7 +589,7 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     f.sync_all().map_err(io_err(path))
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_err(dir))

@@ -2,14 +2,10 @@
 //! judgments persisted in Parquet and reused by the next run), and against a real llama.cpp
 //! server with a small model.
 
-use super::{root, stdout};
+use super::{root, server, stdout};
 use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
-
-#[path = "../../../llm/tests/it/server.rs"]
-#[allow(dead_code)]
-mod server;
 
 /// Runs `ledger` with the chat endpoint at `url` and the offline hashing embedder.
 fn ledger_llm(url: &str, model: &str, args: &[&str]) -> Output {

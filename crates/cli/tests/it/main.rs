@@ -1,7 +1,11 @@
 //! End-to-end tests of the `ledger` binary: index, sql, verify, configuration, and the Parquet
 //! files read by pyarrow and DuckDB as they are.
 
+mod distributed;
 mod judge;
+#[path = "../../../llm/tests/it/server.rs"]
+#[allow(dead_code)]
+mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

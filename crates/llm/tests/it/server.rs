@@ -33,6 +33,8 @@ pub struct FakeServer {
     pub url: String,
     hits: Arc<AtomicUsize>,
     script: Arc<Mutex<VecDeque<Behaviour>>>,
+    #[allow(dead_code)] // set by the CLI's distributed tests
+    delay_ms: Arc<AtomicUsize>,
 }
 
 impl FakeServer {
@@ -40,8 +42,9 @@ impl FakeServer {
     pub fn start() -> FakeServer {
         let hits = Arc::new(AtomicUsize::new(0));
         let script = Arc::new(Mutex::new(VecDeque::new()));
+        let delay_ms = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = std::sync::mpsc::channel();
-        let (h, s) = (hits.clone(), script.clone());
+        let (h, s, d) = (hits.clone(), script.clone(), delay_ms.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -56,9 +59,9 @@ impl FakeServer {
                     let Ok((socket, _)) = listener.accept().await else {
                         continue;
                     };
-                    let (h, s) = (h.clone(), s.clone());
+                    let (h, s, d) = (h.clone(), s.clone(), d.clone());
                     tokio::spawn(async move {
-                        let _ = serve(socket, h, s).await;
+                        let _ = serve(socket, h, s, d).await;
                     });
                 }
             });
@@ -68,7 +71,14 @@ impl FakeServer {
             url: format!("http://{addr}/v1"),
             hits,
             script,
+            delay_ms,
         }
+    }
+
+    /// Makes every answer wait `ms` milliseconds (a slow model).
+    #[allow(dead_code)] // used by the CLI's distributed tests
+    pub fn set_delay(&self, ms: usize) {
+        self.delay_ms.store(ms, Ordering::SeqCst);
     }
 
     /// Queues behaviours for the next requests (after them, requests are answered normally).
@@ -114,6 +124,7 @@ async fn serve(
     mut socket: TcpStream,
     hits: Arc<AtomicUsize>,
     script: Arc<Mutex<VecDeque<Behaviour>>>,
+    delay_ms: Arc<AtomicUsize>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -144,6 +155,10 @@ async fn serve(
         buf.extend_from_slice(&chunk[..n]);
     }
     hits.fetch_add(1, Ordering::SeqCst);
+    let delay = delay_ms.load(Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay as u64)).await;
+    }
     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
     let body: serde_json::Value =
         serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);

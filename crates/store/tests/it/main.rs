@@ -248,3 +248,47 @@ async fn judgments_round_trip_with_failures_and_usage() {
         5 + 1 + 1 + 2
     );
 }
+
+#[test]
+fn parts_round_trip_and_rewrites_are_idempotent() {
+    use ledger_core::{Semantic, UnitEmbedding};
+    let docs = docs();
+    let doc = &docs[0];
+    let semantic = Semantic {
+        model: "m".into(),
+        dim: 3,
+        summarizer: "s".into(),
+        embeddings: vec![UnitEmbedding {
+            doc_id: doc.id.clone(),
+            unit_id: doc.units[1].id.clone(),
+            input_hash: "i".into(),
+            summary: "a summary".into(),
+            summary_hash: "h".into(),
+            vector: vec![0.5, -1.0, 2.0],
+        }],
+        related: vec![],
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("g");
+    assert!(!ledger_store::has_part(&graph, "k1"));
+    ledger_store::write_part(&graph, "k1", doc, &semantic).expect("write");
+    let first = std::fs::read(ledger_store::part_path(&graph, "k1")).expect("bytes");
+    // A redelivered job writes the same key again: one file, same bytes.
+    ledger_store::write_part(&graph, "k1", doc, &semantic).expect("rewrite");
+    assert_eq!(
+        std::fs::read(ledger_store::part_path(&graph, "k1")).expect("bytes"),
+        first
+    );
+    let names: Vec<_> = std::fs::read_dir(ledger_store::parts_dir(&graph))
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+    let (back, back_semantic) = ledger_store::read_part(&graph, "k1").expect("read");
+    assert_eq!(&back, doc);
+    assert_eq!(back_semantic, semantic);
+    assert!(ledger_store::write_part(&graph, "../escape", doc, &semantic).is_err());
+    ledger_store::prune_parts(&graph, &Default::default());
+    assert!(!ledger_store::has_part(&graph, "k1"));
+}

@@ -1,0 +1,504 @@
+//! `ledger worker` and `ledger coordinator`: the distributed mode over RabbitMQ. Workers run the
+//! same document stage as `ledger index` ([`crate::index::process_document`]); the coordinator
+//! runs the same corpus stage and commit.
+
+use crate::config::{IndexConfig, RelatedConfig};
+use crate::index::{Corpus, IndexJob, commit, load_inputs, previous_parts};
+use crate::pipeline::{Part, Settings, Stage, assemble, part_key};
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dead_queue};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a worker or coordinator keeps trying to reach the broker before giving up.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// Settings of `ledger worker`.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Broker URL.
+    pub amqp: String,
+    /// The job queue.
+    pub jobs: String,
+    /// Unacknowledged jobs the broker may hand this worker at once.
+    pub prefetch: u16,
+    /// Exit once the job queue has stayed empty this long.
+    pub exit_when_idle: Option<Duration>,
+    /// RabbitMQ's acknowledgement timeout on the job queue.
+    pub consumer_timeout: Duration,
+}
+
+/// `ledger worker`: consumes document jobs until SIGTERM (or until idle with `--exit-when-idle`).
+pub fn worker(options: &WorkerOptions) -> Result<()> {
+    let jobs = runtime()?.block_on(run_worker(options, shutdown_signal()))?;
+    eprintln!("worker: {jobs} jobs done; exiting");
+    Ok(())
+}
+
+/// Document stages by settings (a worker serves any coordinator's settings).
+type Stages = Arc<Mutex<HashMap<String, Arc<Stage>>>>;
+
+/// The worker loop; returns the number of jobs it finished. Reconnects (with backoff) when the
+/// broker goes away; a job in progress is finished, and acked if the connection survived (else
+/// the broker redelivers it and the part, already written, is reused).
+pub async fn run_worker(
+    options: &WorkerOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<u64> {
+    let stages: Stages = Arc::default();
+    let tag = format!("ledger-worker-{}", std::process::id());
+    let mut finished = 0u64;
+    let mut idle_since = Instant::now();
+    tokio::pin!(shutdown);
+    loop {
+        let broker = tokio::select! {
+            biased;
+            _ = &mut shutdown => return Ok(finished),
+            b = Broker::connect(&options.amqp, PATIENCE) => b?,
+        };
+        broker
+            .declare_jobs(&options.jobs, options.consumer_timeout)
+            .await?;
+        let mut consumer = broker
+            .consume(&options.jobs, &tag, options.prefetch)
+            .await?;
+        tracing::info!(prefetch = options.prefetch, "worker consuming");
+        loop {
+            let delivery = tokio::select! {
+                biased;
+                _ = &mut shutdown => {
+                    // Stop deliveries; prefetched jobs go back to the queue with the channel.
+                    let _ = consumer.cancel().await;
+                    broker.close().await;
+                    return Ok(finished);
+                }
+                d = consumer.next() => d,
+                _ = tokio::time::sleep(Duration::from_millis(500)), if options.exit_when_idle.is_some() => {
+                    if options.exit_when_idle.is_some_and(|idle| idle_since.elapsed() >= idle)
+                        && broker.depth(&options.jobs).await.unwrap_or(1) == 0
+                    {
+                        let _ = consumer.cancel().await;
+                        broker.close().await;
+                        return Ok(finished);
+                    }
+                    continue;
+                }
+            };
+            match delivery {
+                Some(Ok(delivery)) => {
+                    if let Err(e) = handle(&broker, &options.jobs, delivery, &stages).await {
+                        tracing::warn!(error = %e, "lost the broker while reporting a job");
+                        break;
+                    }
+                    finished += 1;
+                    idle_since = Instant::now();
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "consumer failed; reconnecting");
+                    break;
+                }
+                None => {
+                    tracing::warn!("consumer ended; reconnecting");
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Runs one job and reports it; acks only after the part is durable and the outcome is published
+/// (a retry or a dead letter is published before the original is acked).
+async fn handle(
+    broker: &Broker,
+    jobs: &str,
+    delivery: ledger_queue::Delivery,
+    stages: &Stages,
+) -> Result<()> {
+    let job: DocumentJob = match serde_json::from_slice(delivery.data()) {
+        Ok(job) => job,
+        Err(e) => {
+            tracing::error!(error = %e, "undecodable message rejected");
+            delivery.reject().await?;
+            return Ok(());
+        }
+    };
+    let _span = tracing::info_span!("job", doc_id = %job.doc_id, attempt = job.attempt).entered();
+    let started = Instant::now();
+    let outcome = if job.protocol == PROTOCOL_VERSION {
+        let (job2, stages) = (job.clone(), stages.clone());
+        match tokio::task::spawn_blocking(move || run_job(&job2, &stages)).await {
+            Ok(r) => r,
+            Err(panic) => Err(anyhow::anyhow!("the document stage panicked: {panic}")),
+        }
+    } else {
+        Err(anyhow::anyhow!(
+            "protocol version {} (this worker speaks {PROTOCOL_VERSION})",
+            job.protocol
+        ))
+    };
+    match outcome {
+        Ok(usage) => {
+            let event = Event::Done {
+                run: job.run.clone(),
+                doc_id: job.doc_id.clone(),
+                key: job.key.clone(),
+                seconds: started.elapsed().as_secs_f64(),
+                llm_requests: usage.requests,
+                llm_prompt_tokens: usage.prompt_tokens,
+                llm_completion_tokens: usage.completion_tokens,
+            };
+            broker.publish(&job.events, &event).await?;
+        }
+        Err(e) => {
+            let error = format!("{e:#}");
+            let attempts = job.attempt + 1;
+            let dead = attempts >= job.max_attempts.max(1) || job.protocol != PROTOCOL_VERSION;
+            tracing::warn!(%error, attempts, dead, "job failed");
+            if dead {
+                let letter = DeadLetter {
+                    job: job.clone(),
+                    error: error.clone(),
+                };
+                broker.publish(&dead_queue(jobs), &letter).await?;
+            } else {
+                let retry = DocumentJob {
+                    attempt: attempts,
+                    ..job.clone()
+                };
+                broker.publish(jobs, &retry).await?;
+            }
+            let event = Event::Failed {
+                run: job.run.clone(),
+                doc_id: job.doc_id.clone(),
+                error,
+                attempts,
+                dead,
+            };
+            broker.publish(&job.events, &event).await?;
+        }
+    }
+    delivery.ack().await?;
+    Ok(())
+}
+
+/// The document stage for a job (blocking): the stage for its settings, the document parsed
+/// from the shared file system, its part written under the key the coordinator expects. Returns
+/// what the job sent to the chat endpoint.
+fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapshot> {
+    let id = serde_json::to_string(&job.settings)?;
+    let cached = stages.lock().ok().and_then(|s| s.get(&id).cloned());
+    let stage = match cached {
+        Some(s) => s,
+        None => {
+            let settings: Settings =
+                serde_json::from_value(job.settings.clone()).context("job settings")?;
+            let s = Arc::new(Stage::new(settings)?);
+            if let Ok(mut map) = stages.lock() {
+                map.insert(id, s.clone());
+            }
+            s
+        }
+    };
+    if stage.fingerprint() != job.fingerprint {
+        bail!(
+            "this worker's pipeline differs from the coordinator's (fingerprint {} vs {}): check that both run the same ledger version and have the same models installed",
+            stage.fingerprint(),
+            job.fingerprint
+        );
+    }
+    let before = stage
+        .chat()
+        .map(|c| c.usage().snapshot())
+        .unwrap_or_default();
+    let source = ledger_parse::Source {
+        id: job.doc_id.clone(),
+        path: PathBuf::from(&job.source),
+        format: job.format,
+    };
+    let doc = stage.parse(&source);
+    let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
+    if key != job.key {
+        bail!(
+            "{} changed since the coordinator scanned it (content hash differs); rerun the coordinator",
+            job.source
+        );
+    }
+    crate::index::process_document(
+        &stage,
+        Path::new(&job.graph),
+        doc,
+        job.previous_key.as_deref(),
+    )?;
+    let after = stage
+        .chat()
+        .map(|c| c.usage().snapshot())
+        .unwrap_or_default();
+    Ok(ledger_llm::UsageSnapshot {
+        requests: after.requests - before.requests,
+        retries: after.retries - before.retries,
+        failures: after.failures - before.failures,
+        prompt_tokens: after.prompt_tokens - before.prompt_tokens,
+        completion_tokens: after.completion_tokens - before.completion_tokens,
+    })
+}
+
+/// Settings of `ledger coordinator`.
+pub struct CoordinatorOptions {
+    /// Broker URL.
+    pub amqp: String,
+    /// The job queue.
+    pub jobs: String,
+    /// The graph folder (shared with the workers).
+    pub out: PathBuf,
+    /// Inputs.
+    pub paths: Vec<PathBuf>,
+    /// Parsing settings.
+    pub index: IndexConfig,
+    /// RELATED settings.
+    pub related: RelatedConfig,
+    /// The document stage's settings, sent with every job.
+    pub settings: Settings,
+    /// Attempts per job before the dead-letter queue.
+    pub max_attempts: u32,
+    /// RabbitMQ's acknowledgement timeout on the job queue.
+    pub consumer_timeout: Duration,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+/// What a coordinator run came to.
+#[derive(Debug, Default)]
+pub struct CoordinatorReport {
+    /// Jobs published.
+    pub published: usize,
+    /// Documents whose complete part was already there.
+    pub reused: usize,
+    /// Documents that ended in the dead-letter queue, with their errors.
+    pub dead: Vec<(String, String)>,
+}
+
+/// `ledger coordinator`: scans, publishes jobs for new or changed documents, follows the
+/// workers, then runs the corpus stage and commits. Holds an exclusive lock on the graph.
+pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
+    let started_at = ledger_store::now_rfc3339();
+    std::fs::create_dir_all(&options.out)
+        .with_context(|| format!("creating {}", options.out.display()))?;
+    let lock_path = options.out.join(".coordinator.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("creating {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        bail!(
+            "another coordinator is running on {} (it holds {})",
+            options.out.display(),
+            lock_path.display()
+        );
+    }
+    // Workers may run elsewhere: absolute paths.
+    let out = std::fs::canonicalize(&options.out)?;
+    let paths: Vec<PathBuf> = options
+        .paths
+        .iter()
+        .map(|p| std::fs::canonicalize(p).with_context(|| format!("input {}", p.display())))
+        .collect::<Result<_>>()?;
+    let corpus = load_inputs(&paths, &options.index)?;
+    let stage = Stage::new(options.settings.clone())?;
+    let previous = previous_parts(&out);
+    let settings = serde_json::to_value(&options.settings)?;
+    let run = format!(
+        "{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0),
+        std::process::id()
+    );
+    let events = format!("ledger.events.{run}");
+    let mut keys: BTreeMap<String, String> = BTreeMap::new();
+    let mut jobs = Vec::new();
+    let mut report = CoordinatorReport::default();
+    for doc in &corpus.docs {
+        let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
+        keys.insert(doc.id.clone(), key.clone());
+        let complete = ledger_store::has_part(&out, &key)
+            && Part::read(&out, &key).is_ok_and(|p| p.complete());
+        if complete {
+            report.reused += 1;
+            continue;
+        }
+        jobs.push(DocumentJob {
+            protocol: PROTOCOL_VERSION,
+            run: run.clone(),
+            events: events.clone(),
+            graph: out.display().to_string(),
+            doc_id: doc.id.clone(),
+            source: doc.path.clone(),
+            format: doc.format.unwrap_or(ledger_core::Format::Latex),
+            key,
+            previous_key: previous.get(&doc.id).cloned(),
+            fingerprint: stage.fingerprint().to_string(),
+            settings: settings.clone(),
+            attempt: 0,
+            max_attempts: options.max_attempts,
+        });
+    }
+    report.published = jobs.len();
+    let usage = runtime()?.block_on(follow(options, &events, &run, jobs, &mut report))?;
+    let dead: std::collections::HashSet<&str> =
+        report.dead.iter().map(|(d, _)| d.as_str()).collect();
+    let mut parts = Vec::new();
+    keys.retain(|doc, _| !dead.contains(doc.as_str()));
+    for key in keys.values() {
+        parts.push(Part::read(&out, key)?);
+    }
+    let (docs, semantic) = assemble(parts, &options.related, stage.semantic_names())?;
+    let corpus = Corpus {
+        docs,
+        diagnostics: corpus.diagnostics,
+        seconds: corpus.seconds,
+    };
+    let job = IndexJob {
+        paths: &paths,
+        out: &out,
+        index: &options.index,
+        related: &options.related,
+    };
+    commit(&job, usage, &corpus, &semantic, keys, started_at)?;
+    println!(
+        "coordinator: {} jobs published, {} documents unchanged, {} dead",
+        report.published,
+        report.reused,
+        report.dead.len()
+    );
+    for (doc, error) in &report.dead {
+        println!("dead: {doc}: {error}");
+    }
+    drop(lock);
+    Ok(report)
+}
+
+/// Publishes the jobs and follows the run's events until every job is done or dead; returns
+/// the chat usage the workers reported. Reconnects when the broker restarts (the events queue
+/// is durable, so nothing reported is lost).
+async fn follow(
+    options: &CoordinatorOptions,
+    events: &str,
+    run: &str,
+    jobs: Vec<DocumentJob>,
+    report: &mut CoordinatorReport,
+) -> Result<ledger_llm::UsageSnapshot> {
+    let mut pending: HashMap<String, ()> = jobs.iter().map(|j| (j.doc_id.clone(), ())).collect();
+    let mut usage = ledger_llm::UsageSnapshot::default();
+    let bar = if options.progress && !jobs.is_empty() {
+        ProgressBar::new(jobs.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} documents [{bar:30}] {pos}/{len} {msg} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut unpublished = jobs;
+    let (mut failed, mut retries) = (0usize, 0usize);
+    while !pending.is_empty() {
+        let broker = Broker::connect(&options.amqp, PATIENCE).await?;
+        broker
+            .declare_jobs(&options.jobs, options.consumer_timeout)
+            .await?;
+        broker.declare_events(events).await?;
+        while let Some(job) = unpublished.first() {
+            broker.publish(&options.jobs, job).await?;
+            unpublished.remove(0);
+        }
+        let mut consumer = broker
+            .consume(events, &format!("ledger-coordinator-{run}"), 64)
+            .await?;
+        while !pending.is_empty() {
+            let Some(delivery) = consumer.next().await else {
+                break;
+            };
+            let Ok(delivery) = delivery else { break };
+            let event: Option<Event> = serde_json::from_slice(delivery.data()).ok();
+            match event {
+                Some(Event::Done {
+                    doc_id,
+                    llm_requests,
+                    llm_prompt_tokens,
+                    llm_completion_tokens,
+                    run: r,
+                    ..
+                }) if r == run => {
+                    if pending.remove(&doc_id).is_some() {
+                        bar.inc(1);
+                    }
+                    usage.requests += llm_requests;
+                    usage.prompt_tokens += llm_prompt_tokens;
+                    usage.completion_tokens += llm_completion_tokens;
+                }
+                Some(Event::Failed {
+                    doc_id,
+                    error,
+                    dead,
+                    run: r,
+                    ..
+                }) if r == run => {
+                    if dead {
+                        if pending.remove(&doc_id).is_some() {
+                            bar.inc(1);
+                            failed += 1;
+                            report.dead.push((doc_id, error));
+                        }
+                    } else {
+                        retries += 1;
+                    }
+                }
+                _ => {}
+            }
+            bar.set_message(format!(
+                "{failed} failed, {retries} retried, {} pending",
+                pending.len()
+            ));
+            if delivery.ack().await.is_err() {
+                break;
+            }
+        }
+        if pending.is_empty() {
+            let _ = broker.delete_queue(events).await;
+            broker.close().await;
+        } else {
+            tracing::warn!("lost the broker; reconnecting");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    bar.finish_and_clear();
+    report.dead.sort();
+    Ok(usage)
+}

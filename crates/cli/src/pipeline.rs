@@ -1,0 +1,295 @@
+//! The two stages of indexing, shared by the embedded mode (`ledger index`) and the distributed
+//! one (`ledger worker`, `ledger coordinator`): one code path.
+//!
+//! - **Document stage** ([`Stage::process`]): parse one document, judge its DEPENDS edges, write
+//!   its summaries and embeddings; the result is a *part*, stored under a key that fixes its
+//!   content ([`part_key`]: document id, content hash, pipeline fingerprint).
+//! - **Corpus stage** ([`assemble`]): the parts of every document, cross-document references
+//!   resolved, RELATED edges found; then the graph is committed.
+//!
+//! A part whose key already exists is reused as it is (an unchanged document costs nothing); a
+//! changed document's previous part is its cache (LLM judgments, summaries, vectors).
+
+use crate::config::{DependsConfig, EmbedConfig, IndexConfig, LlmConfig, RelatedConfig};
+use crate::semantic::{Models, Stats};
+use anyhow::{Context, Result, bail};
+use ledger_core::{Document, JudgmentOutcome, Semantic};
+use ledger_llm::depends::{Cache, Judge, LlmJudge, OfflineJudge, Report};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Version of the per-document pipeline; part of every part key, so that a change in what the
+/// stage computes invalidates old parts.
+pub const PIPELINE_VERSION: u32 = 1;
+
+/// The settings that decide what the document stage computes. A coordinator sends them with
+/// every job, so that all workers compute the same thing (secrets stay in the workers'
+/// environment: only the *name* of the API-key variable travels).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Settings {
+    /// Parsing (token counting).
+    pub index: IndexConfig,
+    /// DEPENDS judging.
+    pub depends: DependsConfig,
+    /// Whether summaries and embeddings are computed (RELATED needs them).
+    pub embed_enabled: bool,
+    /// Summaries and embeddings.
+    pub embed: EmbedConfig,
+    /// The chat endpoint.
+    pub llm: LlmConfig,
+}
+
+/// A part: one document after the document stage, with its embeddings.
+#[derive(Debug, Clone)]
+pub struct Part {
+    /// The document, with its judgments and DEPENDS edges.
+    pub doc: Document,
+    /// Its summaries and vectors (no RELATED edges: those are a corpus matter).
+    pub semantic: Semantic,
+}
+
+impl Part {
+    /// Whether the part can be reused as it is: nothing in it failed (a failed judgment or
+    /// summary is to be tried again by the next run).
+    pub fn complete(&self) -> bool {
+        let judged = self
+            .doc
+            .judgments
+            .iter()
+            .all(|j| matches!(j.outcome, JudgmentOutcome::Verdicts(_)));
+        let summarised = self
+            .semantic
+            .embeddings
+            .iter()
+            .all(|e| !e.input_hash.is_empty());
+        judged && summarised
+    }
+
+    /// Reads part `key` of `graph`.
+    pub fn read(graph: &Path, key: &str) -> Result<Part> {
+        let (doc, semantic) = ledger_store::read_part(graph, key)
+            .with_context(|| format!("reading part {key} of {}", graph.display()))?;
+        Ok(Part { doc, semantic })
+    }
+
+    /// Writes it durably as part `key` of `graph`.
+    pub fn write(&self, graph: &Path, key: &str) -> Result<()> {
+        ledger_store::write_part(graph, key, &self.doc, &self.semantic)
+            .with_context(|| format!("writing part {key} of {}", graph.display()))
+    }
+}
+
+/// What the document stage did for one document.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DocReport {
+    /// DEPENDS judging.
+    pub depends: Report,
+    /// Summaries and vectors.
+    pub semantic: Stats,
+}
+
+impl DocReport {
+    /// Adds `other` to this report.
+    pub fn add(&mut self, other: &DocReport) {
+        let (d, o) = (&mut self.depends, &other.depends);
+        d.units += o.units;
+        d.reused += o.reused;
+        d.failed += o.failed;
+        d.requests += o.requests;
+        d.prompt_tokens += o.prompt_tokens;
+        d.completion_tokens += o.completion_tokens;
+        d.edges += o.edges;
+        let (s, o) = (&mut self.semantic, &other.semantic);
+        s.summaries_reused += o.summaries_reused;
+        s.summaries_written += o.summaries_written;
+        s.summary_failures += o.summary_failures;
+        s.vectors_reused += o.vectors_reused;
+        s.vectors_computed += o.vectors_computed;
+    }
+
+    /// The report of a part reused whole: everything in it counts as reused.
+    pub fn reused(part: &Part) -> DocReport {
+        let n = part.semantic.embeddings.len();
+        DocReport {
+            depends: Report {
+                units: part.doc.judgments.len(),
+                reused: part.doc.judgments.len(),
+                edges: part.doc.depends.len(),
+                ..Report::default()
+            },
+            semantic: Stats {
+                summaries_reused: n,
+                vectors_reused: n,
+                ..Stats::default()
+            },
+        }
+    }
+}
+
+/// The document stage, built once per process from the settings.
+pub struct Stage {
+    settings: Settings,
+    judge: Option<Box<dyn Judge>>,
+    models: Option<Models>,
+    tokenizer: Option<ledger_parse::Tokenizer>,
+    chat: Option<ledger_llm::Client>,
+    fingerprint: String,
+}
+
+impl Stage {
+    /// Builds the judge and models the settings name (MiniLM weights are loaded here).
+    pub fn new(settings: Settings) -> Result<Stage> {
+        let chat = crate::semantic::chat_client(&settings.llm)?;
+        let judge: Option<Box<dyn Judge>> = if settings.depends.enabled {
+            Some(match (settings.depends.judge.as_str(), chat.as_ref()) {
+                ("offline", _) | ("auto", None) => Box::new(OfflineJudge),
+                ("llm" | "auto", Some(client)) => Box::new(LlmJudge::new(client.clone())),
+                ("llm", None) => bail!(
+                    "depends.judge = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)"
+                ),
+                (other, _) => {
+                    bail!("depends.judge = {other:?}: expected \"auto\", \"offline\" or \"llm\"")
+                }
+            })
+        } else {
+            None
+        };
+        let models = if settings.embed_enabled {
+            Some(crate::semantic::models(&settings.embed, chat.as_ref())?)
+        } else {
+            None
+        };
+        let tokenizer = settings
+            .index
+            .count_tokens
+            .then(ledger_parse::Tokenizer::cl100k);
+        // What decides a part's content: the resolved judge and models, not the words `auto`.
+        let resolved = serde_json::json!({
+            "pipeline": PIPELINE_VERSION,
+            "ledger": env!("CARGO_PKG_VERSION"),
+            "tokens": settings.index.count_tokens,
+            "judge": judge.as_ref().map(|j| j.name().to_string()),
+            "window": settings.depends.window,
+            "summarizer": models.as_ref().map(|m| m.summarizer.name().to_string()),
+            "embedder": models.as_ref().map(|m| (m.embedder.model().to_string(), m.embedder.dim())),
+        });
+        let fingerprint = ledger_core::content_hash(resolved.to_string().as_bytes());
+        Ok(Stage {
+            settings,
+            judge,
+            models,
+            tokenizer,
+            chat,
+            fingerprint,
+        })
+    }
+
+    /// The settings it was built from.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Hash of what decides a part's content (pipeline version, judge, models, window, tokens).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The DEPENDS judge, if DEPENDS edges are on.
+    pub fn judge(&self) -> Option<&dyn Judge> {
+        self.judge.as_deref()
+    }
+
+    /// The chat client, when an endpoint is configured (its usage is what the process sent).
+    pub fn chat(&self) -> Option<&ledger_llm::Client> {
+        self.chat.as_ref()
+    }
+
+    /// The embedding model's name and dimension, and the summarizer's name.
+    pub fn semantic_names(&self) -> Option<(String, usize, String)> {
+        self.models.as_ref().map(|m| {
+            (
+                m.embedder.model().to_string(),
+                m.embedder.dim(),
+                m.summarizer.name().to_string(),
+            )
+        })
+    }
+
+    /// Parses the document of `source` (the worker's first step; the embedded mode parses all
+    /// documents up front instead).
+    pub fn parse(&self, source: &ledger_parse::Source) -> Document {
+        ledger_parse::parse(source, self.tokenizer.as_ref())
+    }
+
+    /// The document stage: DEPENDS judgments, summaries and embeddings of `doc`, reusing what
+    /// `previous` (an earlier part of the same document) already holds.
+    pub fn process(&self, doc: Document, previous: Option<&Part>) -> Result<(Part, DocReport)> {
+        let _span = tracing::info_span!("document", doc_id = %doc.id).entered();
+        let mut docs = vec![doc];
+        let mut report = DocReport::default();
+        if let Some(judge) = self.judge.as_deref() {
+            let cache: Cache = previous
+                .filter(|_| judge.reusable())
+                .map(|p| {
+                    p.doc
+                        .judgments
+                        .iter()
+                        .filter(|j| {
+                            j.judge == judge.name()
+                                && matches!(j.outcome, JudgmentOutcome::Verdicts(_))
+                        })
+                        .map(|j| (j.cache_key.clone(), j.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            report.depends = ledger_llm::depends::judge_corpus(
+                &mut docs,
+                judge,
+                self.settings.depends.window,
+                &cache,
+            );
+        }
+        let semantic = match &self.models {
+            Some(models) => {
+                let (semantic, stats) =
+                    crate::semantic::embed(&docs, models, previous.map(|p| &p.semantic))?;
+                report.semantic = stats;
+                semantic
+            }
+            None => Semantic::default(),
+        };
+        let doc = docs.pop().context("one document in, one out")?;
+        Ok((Part { doc, semantic }, report))
+    }
+}
+
+/// The key of a document's part: blake3 of the document id, its content hash and the stage's
+/// fingerprint. Same inputs, same settings: same key, same content.
+pub fn part_key(doc_id: &str, content_hash: &str, fingerprint: &str) -> String {
+    ledger_core::content_hash(format!("{doc_id}\0{content_hash}\0{fingerprint}").as_bytes())
+}
+
+/// The corpus stage: documents sorted by id, references across documents resolved, embeddings
+/// gathered, RELATED edges found (when `related` is enabled).
+pub fn assemble(
+    parts: Vec<Part>,
+    related: &RelatedConfig,
+    names: Option<(String, usize, String)>,
+) -> Result<(Vec<Document>, Semantic)> {
+    let mut parts = parts;
+    parts.sort_by(|a, b| a.doc.id.cmp(&b.doc.id));
+    let mut semantic = Semantic::default();
+    if let Some((model, dim, summarizer)) = names {
+        (semantic.model, semantic.dim, semantic.summarizer) = (model, dim, summarizer);
+    }
+    let mut docs = Vec::with_capacity(parts.len());
+    for p in parts {
+        semantic.embeddings.extend(p.semantic.embeddings);
+        docs.push(p.doc);
+    }
+    ledger_parse::resolve_corpus(&mut docs);
+    if related.enabled && !semantic.model.is_empty() {
+        semantic.related = crate::semantic::related(&docs, &semantic, related)?;
+    }
+    Ok((docs, semantic))
+}

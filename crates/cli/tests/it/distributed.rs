@@ -1,0 +1,462 @@
+//! The distributed mode against the real RabbitMQ at 127.0.0.1:5672: coordinator and worker
+//! processes of the real binary, the LLM judge on the local test server. Each test uses its own
+//! job queue; they run one at a time (one of them restarts the broker).
+
+use super::{root, server, stdout};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static BROKER: Mutex<()> = Mutex::new(());
+
+/// The broker, held for the test's duration; `None` (the test is skipped) when it is not
+/// running, unless `LEDGER_REQUIRE_BROKER=1`.
+fn broker() -> Option<MutexGuard<'static, ()>> {
+    let up = std::net::TcpStream::connect_timeout(
+        &"127.0.0.1:5672".parse().expect("address"),
+        Duration::from_secs(2),
+    )
+    .is_ok();
+    if !up {
+        assert!(
+            std::env::var("LEDGER_REQUIRE_BROKER").as_deref() != Ok("1"),
+            "LEDGER_REQUIRE_BROKER=1 but no RabbitMQ at 127.0.0.1:5672 (start it: rabbitmq-server -detached)"
+        );
+        eprintln!("skipped: no RabbitMQ at 127.0.0.1:5672");
+        return None;
+    }
+    Some(BROKER.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A test's environment: its own job queue, the hashing embedder, the LLM judge on `llm`.
+struct Env {
+    queue: String,
+    llm: String,
+}
+
+impl Env {
+    fn new(name: &str, llm: &server::FakeServer) -> Env {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        Env {
+            queue: format!("ledger.test.{name}.{}.{nanos}", std::process::id()),
+            llm: llm.url.clone(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ledger"));
+        c.args(args)
+            .env_remove("LEDGER_CONFIG")
+            .env("LEDGER_EMBED_EMBEDDER", "hash")
+            .env("LEDGER_QUEUE_JOBS", &self.queue)
+            .env("LEDGER_LLM_URL", &self.llm)
+            .env("LEDGER_LLM_MODEL", "fake-judge")
+            .env("LEDGER_LLM_CONCURRENCY", "4")
+            .env("LEDGER_INDEX_PROGRESS", "false");
+        c
+    }
+
+    fn index(&self, input: &Path, out: &Path) -> Output {
+        let o = self
+            .command(&["index", s(input), "--out", s(out)])
+            .output()
+            .expect("ledger index runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o
+    }
+
+    fn coordinator(&self, input: &Path, out: &Path, extra: &[&str]) -> Child {
+        let mut args = vec!["coordinator", s(input), "--out", s(out)];
+        args.extend_from_slice(extra);
+        self.command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("coordinator starts")
+    }
+
+    fn worker(&self) -> Child {
+        self.command(&["worker"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("worker starts")
+    }
+
+    /// Jobs ready in this test's queue.
+    fn depth(&self) -> u32 {
+        runtime().block_on(async {
+            let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
+                .await
+                .expect("broker");
+            b.declare_jobs(&self.queue, Duration::from_secs(3600))
+                .await
+                .expect("declare");
+            let n = b.depth(&self.queue).await.expect("depth");
+            b.close().await;
+            n
+        })
+    }
+
+    /// The dead letters of this test's queue.
+    fn dead_letters(&self) -> Vec<ledger_queue::DeadLetter> {
+        runtime().block_on(async {
+            let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
+                .await
+                .expect("broker");
+            let mut out = Vec::new();
+            while let Some(m) = b
+                .get(&ledger_queue::dead_queue(&self.queue))
+                .await
+                .expect("get")
+            {
+                out.push(serde_json::from_slice(&m).expect("a dead letter"));
+            }
+            let _ = b.delete_queue(&ledger_queue::dead_queue(&self.queue)).await;
+            let _ = b.delete_queue(&self.queue).await;
+            b.close().await;
+            out
+        })
+    }
+}
+
+const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8")
+}
+
+/// Waits for a child, killing it (and failing) after `limit`.
+fn wait(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!(
+                "still running after {limit:?}: {}\n{}",
+                stdout(&o),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sends SIGTERM and expects a clean exit.
+fn terminate(child: Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let o = wait(child, Duration::from_secs(60));
+    assert!(
+        o.status.success(),
+        "worker after SIGTERM: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A copy of the bundled datasets (documents are edited in some tests).
+fn corpus(dir: &Path) -> PathBuf {
+    let to = dir.join("corpus");
+    let from = root().join("datasets");
+    for entry in walk(&from) {
+        let rel = entry.strip_prefix(&from).expect("under datasets");
+        let target = to.join(rel);
+        std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(&entry, &target).expect("copy");
+    }
+    to
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Every row of every graph table as sorted JSON lines; history columns (requests, tokens,
+/// reuse) left out, since they say how a row was obtained, not what it is.
+fn tables(graph: &Path) -> Vec<(String, Vec<String>)> {
+    let queries = [
+        ("documents", "SELECT * FROM documents"),
+        ("units", "SELECT * FROM units"),
+        ("edges", "SELECT * FROM edges"),
+        ("mentions", "SELECT * FROM mentions"),
+        ("labels", "SELECT * FROM labels"),
+        ("diagnostics", "SELECT * FROM diagnostics"),
+        (
+            "embeddings",
+            "SELECT doc_id, unit_id, model, summarizer, input_hash, summary, summary_hash, array_to_string(vector, ',') AS v FROM embeddings",
+        ),
+        (
+            "judgments",
+            "SELECT doc_id, unit_id, judge, cache_key, status, array_to_string(candidates, ',') AS c, verdicts, error FROM judgments",
+        ),
+    ];
+    queries
+        .iter()
+        .map(|(name, q)| {
+            let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
+                .args(["sql", "--graph", s(graph), "--format", "json", q])
+                .env_remove("LEDGER_CONFIG")
+                .output()
+                .expect("ledger sql");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+            let mut lines: Vec<String> = rows
+                .as_array()
+                .map(|a| a.iter().map(|r| r.to_string()).collect())
+                .unwrap_or_default();
+            lines.sort();
+            (name.to_string(), lines)
+        })
+        .collect()
+}
+
+fn assert_same_graph(a: &Path, b: &Path) {
+    for ((name, x), (_, y)) in tables(a).into_iter().zip(tables(b)) {
+        assert_eq!(x.len(), y.len(), "{name}: row counts differ");
+        if let Some((p, q)) = x.iter().zip(&y).find(|(p, q)| p != q) {
+            panic!("{name} differs:\n{p}\n{q}");
+        }
+    }
+}
+
+fn documents(graph: &Path) -> usize {
+    tables(graph)[0].1.len()
+}
+
+#[test]
+fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let env = Env::new("equal", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let embedded = dir.path().join("embedded");
+    env.index(&input, &embedded);
+    let judged = llm.hits();
+    assert!(judged > 100, "{judged} LLM requests");
+    for workers in [1, 3] {
+        let out = dir.path().join(format!("distributed-{workers}"));
+        let before = llm.hits();
+        let coordinator = env.coordinator(&input, &out, &[]);
+        let ws: Vec<Child> = (0..workers).map(|_| env.worker()).collect();
+        let o = wait(coordinator, Duration::from_secs(300));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            stdout(&o).contains("3 jobs published, 0 documents unchanged, 0 dead"),
+            "{}",
+            stdout(&o)
+        );
+        for w in ws {
+            terminate(w);
+        }
+        assert_eq!(llm.hits() - before, judged, "one request per judged unit");
+        assert_same_graph(&embedded, &out);
+    }
+
+    // A rerun over the unchanged corpus publishes nothing and sends nothing (no worker needed).
+    let out = dir.path().join("distributed-3");
+    let before = llm.hits();
+    let o = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(120));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout(&o).contains("0 jobs published, 3 documents unchanged"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(llm.hits(), before);
+    assert_same_graph(&embedded, &out);
+
+    // One document changed: only it is reprocessed, and only its changed units are judged.
+    let paper = input.join("paper-carleson-lean/main.tex");
+    let text = std::fs::read_to_string(&paper).expect("read");
+    std::fs::write(
+        &paper,
+        text.replacen("\\section{", "A new opening sentence.\n\n\\section{", 1),
+    )
+    .expect("write");
+    let coordinator = env.coordinator(&input, &out, &[]);
+    let w = env.worker();
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(w);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout(&o).contains("1 jobs published, 2 documents unchanged"),
+        "{}",
+        stdout(&o)
+    );
+    let sent = llm.hits() - before;
+    assert!(
+        sent >= 1 && sent * 10 < judged,
+        "{sent} requests after a one-paragraph edit"
+    );
+    assert_eq!(documents(&out), 3);
+    let _ = env.dead_letters();
+}
+
+#[test]
+fn a_poison_document_ends_in_the_dead_letter_queue() {
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let env = Env::new("poison", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let out = dir.path().join("graph");
+    let coordinator = env.coordinator(&input, &out, &["--max-attempts", "2"]);
+    // Once the jobs are published, one document changes under the workers' feet: its job can
+    // never produce the part the coordinator expects.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while env.depth() < 3 {
+        assert!(Instant::now() < deadline, "jobs not published");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let poison = input.join("paper-equational-theories/main.tex");
+    let text = std::fs::read_to_string(&poison).expect("read");
+    std::fs::write(&poison, format!("{text}\n% edited\n")).expect("write");
+    let w = env.worker();
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(w);
+    assert_eq!(o.status.code(), Some(1), "a dead document fails the run");
+    let report = stdout(&o);
+    assert!(
+        report.contains("2 jobs published") || report.contains("3 jobs published"),
+        "{report}"
+    );
+    assert!(
+        report.contains("dead: corpus/paper-equational-theories/main.tex")
+            && report.contains("changed since the coordinator scanned it"),
+        "{report}"
+    );
+    // Every other document is in the graph; the poison one is in the dead-letter queue.
+    assert_eq!(documents(&out), 2);
+    let letters = env.dead_letters();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(
+        letters[0].job.doc_id,
+        "corpus/paper-equational-theories/main.tex"
+    );
+    assert_eq!(letters[0].job.attempt, 1, "the second attempt was the last");
+    assert!(
+        letters[0].error.contains("changed since"),
+        "{}",
+        letters[0].error
+    );
+}
+
+/// Starts a slow run (the judge answers in 40 ms, four at a time), waits until work is under
+/// way, does `disrupt`, and checks that the run completes with the embedded graph.
+fn disrupted_run(name: &str, disrupt: impl FnOnce(&Env, &mut Vec<Child>)) {
+    let llm = server::FakeServer::start();
+    let env = Env::new(name, &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let embedded = dir.path().join("embedded");
+    env.index(&input, &embedded);
+    llm.set_delay(40);
+    let out = dir.path().join("graph");
+    let coordinator = env.coordinator(&input, &out, &[]);
+    let mut workers = vec![env.worker()];
+    let start = llm.hits();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while llm.hits() < start + 20 {
+        assert!(Instant::now() < deadline, "no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    disrupt(&env, &mut workers);
+    let o = wait(coordinator, Duration::from_secs(600));
+    for w in workers {
+        terminate(w);
+    }
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout(&o).contains("0 dead"), "{}", stdout(&o));
+    // Every document exactly once, nothing duplicated: the same rows as the embedded graph.
+    assert_same_graph(&embedded, &out);
+    let _ = env.dead_letters();
+}
+
+#[test]
+fn a_worker_killed_mid_run_loses_nothing() {
+    let Some(_broker) = broker() else { return };
+    disrupted_run("sigkill", |env, workers| {
+        let mut victim = workers.remove(0);
+        victim.kill().expect("SIGKILL");
+        let _ = victim.wait();
+        workers.push(env.worker());
+    });
+}
+
+#[test]
+fn the_run_survives_a_broker_restart() {
+    let Some(_broker) = broker() else { return };
+    disrupted_run("restart", |_, _| {
+        for step in ["stop_app", "start_app"] {
+            let o = Command::new("rabbitmqctl")
+                .arg(step)
+                .output()
+                .expect("rabbitmqctl runs");
+            assert!(
+                o.status.success(),
+                "rabbitmqctl {step}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    });
+}
+
+#[test]
+fn the_distributed_benchmark_reports_every_mode() {
+    let Some(_broker) = broker() else { return };
+    let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args([
+            "bench",
+            "distributed",
+            s(&root().join("datasets")),
+            "--workers",
+            "1,2",
+        ])
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EMBED_EMBEDDER", "hash")
+        .output()
+        .expect("ledger bench runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = stdout(&o);
+    for row in [
+        "| embedded (all cores) |",
+        "| 1 worker |",
+        "| 2 workers |",
+        "queue overhead:",
+    ] {
+        assert!(table.contains(row), "{table}");
+    }
+}
