@@ -28,6 +28,28 @@ pub struct Config {
     pub llm: LlmConfig,
     /// The distributed mode's broker.
     pub queue: QueueConfig,
+    /// Where graphs keep their parts.
+    pub store: StoreConfig,
+}
+
+/// Settings of the store.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Where document parts live: "" = the graph's `parts/` folder, else a folder or an
+    /// `s3://bucket/prefix` URL.
+    pub parts: String,
+}
+
+impl StoreConfig {
+    /// The part store of the graph at `out`.
+    pub fn parts(&self, out: &Path) -> Result<ledger_store::PartStore> {
+        if self.parts.is_empty() {
+            Ok(ledger_store::PartStore::of_graph(out))
+        } else {
+            ledger_store::PartStore::open(&self.parts).context("store.parts")
+        }
+    }
 }
 
 /// Settings of the distributed mode.

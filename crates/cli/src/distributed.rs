@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dead_queue};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -251,12 +251,8 @@ fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapsh
             job.source
         );
     }
-    crate::index::process_document(
-        &stage,
-        Path::new(&job.graph),
-        doc,
-        job.previous_key.as_deref(),
-    )?;
+    let parts = ledger_store::PartStore::open(&job.parts)?;
+    crate::index::process_document(&stage, &parts, doc, job.previous_key.as_deref())?;
     let after = stage
         .chat()
         .map(|c| c.usage().snapshot())
@@ -276,8 +272,10 @@ pub struct CoordinatorOptions {
     pub amqp: String,
     /// The job queue.
     pub jobs: String,
-    /// The graph folder (shared with the workers).
+    /// The graph folder.
     pub out: PathBuf,
+    /// Where document parts are kept (seen by every worker); `None`: the graph's `parts/`.
+    pub parts: Option<String>,
     /// Inputs.
     pub paths: Vec<PathBuf>,
     /// Parsing settings.
@@ -328,6 +326,10 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
         .iter()
         .map(|p| std::fs::canonicalize(p).with_context(|| format!("input {}", p.display())))
         .collect::<Result<_>>()?;
+    let parts = match &options.parts {
+        Some(url) => ledger_store::PartStore::open(url)?,
+        None => ledger_store::PartStore::of_graph(&out),
+    };
     let corpus = load_inputs(&paths, &options.index)?;
     let stage = Stage::new(options.settings.clone())?;
     let previous = previous_parts(&out);
@@ -347,8 +349,7 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
     for doc in &corpus.docs {
         let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
         keys.insert(doc.id.clone(), key.clone());
-        let complete = ledger_store::has_part(&out, &key)
-            && Part::read(&out, &key).is_ok_and(|p| p.complete());
+        let complete = parts.has(&key) && Part::read(&parts, &key).is_ok_and(|p| p.complete());
         if complete {
             report.reused += 1;
             continue;
@@ -357,7 +358,7 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
             protocol: PROTOCOL_VERSION,
             run: run.clone(),
             events: events.clone(),
-            graph: out.display().to_string(),
+            parts: parts.url(),
             doc_id: doc.id.clone(),
             source: doc.path.clone(),
             format: doc.format.unwrap_or(ledger_core::Format::Latex),
@@ -373,12 +374,12 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
     let usage = runtime()?.block_on(follow(options, &events, &run, jobs, &mut report))?;
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
-    let mut parts = Vec::new();
+    let mut done = Vec::new();
     keys.retain(|doc, _| !dead.contains(doc.as_str()));
     for key in keys.values() {
-        parts.push(Part::read(&out, key)?);
+        done.push(Part::read(&parts, key)?);
     }
-    let (docs, semantic) = assemble(parts, &options.related, stage.semantic_names())?;
+    let (docs, semantic) = assemble(done, &options.related, stage.semantic_names())?;
     let corpus = Corpus {
         docs,
         diagnostics: corpus.diagnostics,
@@ -387,6 +388,7 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
     let job = IndexJob {
         paths: &paths,
         out: &out,
+        parts: &parts,
         index: &options.index,
         related: &options.related,
     };

@@ -67,6 +67,8 @@ pub struct IndexJob<'a> {
     pub paths: &'a [PathBuf],
     /// The graph folder.
     pub out: &'a Path,
+    /// Where document parts are kept.
+    pub parts: &'a ledger_store::PartStore,
     /// Parsing settings.
     pub index: &'a IndexConfig,
     /// RELATED settings.
@@ -111,14 +113,14 @@ pub fn previous_parts(graph: &Path) -> BTreeMap<String, String> {
 /// durably before this returns.
 pub fn process_document(
     stage: &Stage,
-    graph: &Path,
+    parts: &ledger_store::PartStore,
     doc: Document,
     previous_key: Option<&str>,
 ) -> Result<(Part, String, DocReport)> {
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     let mut cache = None;
-    if ledger_store::has_part(graph, &key) {
-        let mut part = Part::read(graph, &key)?;
+    if parts.has(&key) {
+        let mut part = Part::read(parts, &key)?;
         if part.complete() {
             // Nothing of it is judged again in this run.
             for j in &mut part.doc.judgments {
@@ -130,14 +132,14 @@ pub fn process_document(
         cache = Some(part);
     }
     if cache.is_none()
-        && let Some(k) = previous_key.filter(|k| ledger_store::has_part(graph, k))
+        && let Some(k) = previous_key.filter(|k| parts.has(k))
     {
-        cache = Part::read(graph, k)
+        cache = Part::read(parts, k)
             .inspect_err(|e| tracing::warn!(error = %e, "previous part unreadable"))
             .ok();
     }
     let (part, report) = stage.process(doc, cache.as_ref())?;
-    part.write(graph, &key)?;
+    part.write(parts, &key)?;
     Ok((part, key, report))
 }
 
@@ -160,7 +162,7 @@ pub fn index(job: &IndexJob, stage: &Stage) -> Result<()> {
             .map(|doc| {
                 let previous_key = previous.get(&doc.id).map(String::as_str);
                 let id = doc.id.clone();
-                process_document(stage, out, doc, previous_key)
+                process_document(stage, job.parts, doc, previous_key)
                     .with_context(|| format!("document {id}"))
             })
             .collect()
@@ -228,7 +230,7 @@ pub fn commit(
     let manifest =
         ledger_store::write_graph(job.out, &corpus.docs, &corpus.diagnostics, semantic, &run)
             .with_context(|| format!("writing graph {}", job.out.display()))?;
-    ledger_store::prune_parts(job.out, &keep);
+    job.parts.prune(&keep);
     print!("{}", summary(corpus));
     println!(
         "graph: {} (version {}), written in {:.2} s",
@@ -319,7 +321,7 @@ pub fn estimate(job: &IndexJob, stage: &Stage) -> Result<()> {
         .into_iter()
         .flatten()
         {
-            if let Ok(p) = Part::read(job.out, k) {
+            if let Ok(p) = Part::read(job.parts, k) {
                 for j in p.doc.judgments {
                     if j.judge == judge.name()
                         && matches!(j.outcome, ledger_core::JudgmentOutcome::Verdicts(_))

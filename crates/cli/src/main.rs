@@ -254,9 +254,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let (c, r, settings) = args.apply(&config);
             let stage = pipeline::Stage::new(settings)?;
+            let parts = config.store.parts(&out)?;
             let job = index::IndexJob {
                 paths: &paths,
                 out: &out,
+                parts: &parts,
                 index: &c,
                 related: &r,
             };
@@ -278,6 +280,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let options = distributed::CoordinatorOptions {
                 amqp: amqp.unwrap_or(config.queue.amqp.clone()),
                 jobs: config.queue.jobs.clone(),
+                parts: (!config.store.parts.is_empty()).then(|| config.store.parts.clone()),
                 out,
                 paths,
                 progress: index.progress,

@@ -15,8 +15,8 @@ use crate::semantic::{Models, Stats};
 use anyhow::{Context, Result, bail};
 use ledger_core::{Document, JudgmentOutcome, Semantic};
 use ledger_llm::depends::{Cache, Judge, LlmJudge, OfflineJudge, Report};
+use ledger_store::PartStore;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// Version of the per-document pipeline; part of every part key, so that a change in what the
 /// stage computes invalidates old parts.
@@ -65,17 +65,19 @@ impl Part {
         judged && summarised
     }
 
-    /// Reads part `key` of `graph`.
-    pub fn read(graph: &Path, key: &str) -> Result<Part> {
-        let (doc, semantic) = ledger_store::read_part(graph, key)
-            .with_context(|| format!("reading part {key} of {}", graph.display()))?;
+    /// Reads part `key` from `store`.
+    pub fn read(store: &PartStore, key: &str) -> Result<Part> {
+        let (doc, semantic) = store
+            .read(key)
+            .with_context(|| format!("reading part {key} from {}", store.url()))?;
         Ok(Part { doc, semantic })
     }
 
-    /// Writes it durably as part `key` of `graph`.
-    pub fn write(&self, graph: &Path, key: &str) -> Result<()> {
-        ledger_store::write_part(graph, key, &self.doc, &self.semantic)
-            .with_context(|| format!("writing part {key} of {}", graph.display()))
+    /// Writes it durably as part `key` to `store`.
+    pub fn write(&self, store: &PartStore, key: &str) -> Result<()> {
+        store
+            .write(key, &self.doc, &self.semantic)
+            .with_context(|| format!("writing part {key} to {}", store.url()))
     }
 }
 

@@ -40,8 +40,8 @@ pub struct DocumentJob {
     pub run: String,
     /// The queue the worker reports to.
     pub events: String,
-    /// Where the graph (and its parts) live.
-    pub graph: String,
+    /// Where parts are written: a folder or an `s3://bucket/prefix` URL.
+    pub parts: String,
     /// The document id.
     pub doc_id: String,
     /// Its main file or book folder (absolute).

@@ -18,7 +18,7 @@ mod schema;
 mod sql;
 mod write;
 
-pub use parts::{has_part, part_path, parts_dir, prune_parts, read_part, write_part};
+pub use parts::PartStore;
 pub use read::{read_embeddings, read_judgments};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};

@@ -1,50 +1,233 @@
-//! Parts: what the per-document stage produced for one document, one Parquet file each under
-//! `GRAPH/parts/`, named by a key that fixes its content (document id, content hash, pipeline
-//! settings). The rows are the document's `embeddings` table; the document itself (units,
-//! mentions, diagnostics, judgments, DEPENDS edges) is JSON in the file's footer metadata.
+//! Parts: what the per-document stage produced for one document, one Parquet file each, named by
+//! a key that fixes its content (document id, content hash, pipeline settings). The rows are the
+//! document's `embeddings` table; the document itself (units, mentions, diagnostics, judgments,
+//! DEPENDS edges) is JSON in the file's footer metadata.
 //!
-//! A part is written to a temporary file, fsynced and renamed into place: it exists whole or not
-//! at all, and writing the same key twice (a redelivered job) leaves one identical file.
+//! Parts live in a [`PartStore`]: the graph's `parts/` folder by default, or any folder or
+//! S3-compatible bucket given by URL, so that workers on several machines write to one place. A
+//! part appears whole or not at all (a local file is written aside, fsynced and renamed; an
+//! object PUT is atomic), and writing the same key twice (a redelivered job) leaves one
+//! identical part.
 
 use crate::read::embeddings_from;
-use crate::write::{embeddings_batch, sync_dir, write_parquet_with};
+use crate::write::{embeddings_batch, sync_dir};
 use crate::{Result, StoreError, io_err};
+use bytes::Bytes;
 use ledger_core::{Document, Semantic};
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const DOCUMENT: &str = "ledger.document";
 const MODEL: &str = "ledger.model";
 const SUMMARIZER: &str = "ledger.summarizer";
 const DIM: &str = "ledger.dim";
 
-/// The folder of a graph's parts.
-pub fn parts_dir(graph: &Path) -> PathBuf {
-    graph.join("parts")
+/// Where parts are kept.
+#[derive(Debug, Clone)]
+pub enum PartStore {
+    /// A local (or mounted) folder.
+    Local(PathBuf),
+    /// Object storage: the store, the key prefix, and the URL it was opened from.
+    Object {
+        /// The object store.
+        store: Arc<dyn ObjectStore>,
+        /// Prefix of every part's key.
+        prefix: object_store::path::Path,
+        /// The URL, for messages and jobs.
+        url: String,
+    },
 }
 
-/// The file of part `key`.
-pub fn part_path(graph: &Path, key: &str) -> PathBuf {
-    parts_dir(graph).join(format!("{key}.parquet"))
+/// Runs a future on a private runtime on its own thread (callers are plain threads, rayon
+/// workers, or tokio's blocking threads, where a runtime cannot be entered again).
+fn block_on<F: std::future::Future + Send>(future: F) -> F::Output
+where
+    F::Output: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime starts")
+                .block_on(future)
+        })
+        .join()
+    })
+    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-/// Whether part `key` has been written (whole: parts appear by rename).
-pub fn has_part(graph: &Path, key: &str) -> bool {
-    part_path(graph, key).is_file()
-}
-
-/// Writes part `key`: `doc` and its embeddings (`semantic.embeddings` of this document only),
-/// durably (file and folder fsynced) before returning.
-pub fn write_part(graph: &Path, key: &str, doc: &Document, semantic: &Semantic) -> Result<()> {
-    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(StoreError::NotAGraph {
-            path: graph.to_path_buf(),
-            message: format!("invalid part key {key:?}"),
-        });
+fn object_error(url: &str, e: object_store::Error) -> StoreError {
+    StoreError::Io {
+        path: PathBuf::from(url),
+        source: std::io::Error::other(e.to_string()),
     }
-    let dir = parts_dir(graph);
-    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+}
+
+impl PartStore {
+    /// The `parts/` folder of a local graph.
+    pub fn of_graph(graph: &Path) -> PartStore {
+        PartStore::Local(graph.join("parts"))
+    }
+
+    /// Opens `location`: `s3://bucket/prefix` (credentials, region and endpoint from the usual
+    /// `AWS_*` variables; `AWS_ALLOW_HTTP=true` for a plain-HTTP server), `file:///folder`, or a
+    /// folder path.
+    pub fn open(location: &str) -> Result<PartStore> {
+        if let Some(rest) = location.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            let store = object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .build()
+                .map_err(|e| object_error(location, e))?;
+            return Ok(PartStore::Object {
+                store: Arc::new(store),
+                prefix: object_store::path::Path::from(prefix.trim_matches('/')),
+                url: location.to_string(),
+            });
+        }
+        if location.contains("://") && !location.starts_with("file://") {
+            return Err(StoreError::NotAGraph {
+                path: PathBuf::from(location),
+                message: "part store URL: expected s3://bucket/prefix, file:///folder or a folder"
+                    .into(),
+            });
+        }
+        let folder = location.strip_prefix("file://").unwrap_or(location);
+        Ok(PartStore::Local(PathBuf::from(folder)))
+    }
+
+    /// The location as a string another process can [`PartStore::open`].
+    pub fn url(&self) -> String {
+        match self {
+            PartStore::Local(dir) => dir.display().to_string(),
+            PartStore::Object { url, .. } => url.clone(),
+        }
+    }
+
+    fn object_path(prefix: &object_store::path::Path, key: &str) -> object_store::path::Path {
+        prefix.clone().join(format!("{key}.parquet"))
+    }
+
+    /// The local file of part `key` (for a local store).
+    pub fn local_path(&self, key: &str) -> Option<PathBuf> {
+        match self {
+            PartStore::Local(dir) => Some(dir.join(format!("{key}.parquet"))),
+            PartStore::Object { .. } => None,
+        }
+    }
+
+    /// Whether part `key` exists (whole: parts appear atomically).
+    pub fn has(&self, key: &str) -> bool {
+        match self {
+            PartStore::Local(dir) => dir.join(format!("{key}.parquet")).is_file(),
+            PartStore::Object { store, prefix, .. } => {
+                let path = Self::object_path(prefix, key);
+                block_on(async { store.head(&path).await.is_ok() })
+            }
+        }
+    }
+
+    /// Writes part `key`: `doc` and its embeddings (`semantic.embeddings` of this document only),
+    /// durably before returning.
+    pub fn write(&self, key: &str, doc: &Document, semantic: &Semantic) -> Result<()> {
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(StoreError::NotAGraph {
+                path: PathBuf::from(self.url()),
+                message: format!("invalid part key {key:?}"),
+            });
+        }
+        let bytes = encode(doc, semantic)?;
+        match self {
+            PartStore::Local(dir) => {
+                std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                let tmp = dir.join(format!(
+                    ".tmp-{key}-{}-{:?}",
+                    std::process::id(),
+                    std::thread::current().id()
+                ));
+                let written = (|| {
+                    use std::io::Write;
+                    let mut f = std::fs::File::create(&tmp)?;
+                    f.write_all(&bytes)?;
+                    f.sync_all()
+                })();
+                if let Err(e) = written {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(io_err(&tmp)(e));
+                }
+                let path = dir.join(format!("{key}.parquet"));
+                std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+                sync_dir(dir)
+            }
+            PartStore::Object { store, prefix, url } => {
+                let path = Self::object_path(prefix, key);
+                block_on(async { store.put(&path, bytes.into()).await })
+                    .map(|_| ())
+                    .map_err(|e| object_error(url, e))
+            }
+        }
+    }
+
+    /// Reads part `key` back: the document and its embeddings.
+    pub fn read(&self, key: &str) -> Result<(Document, Semantic)> {
+        let (bytes, name) = match self {
+            PartStore::Local(dir) => {
+                let path = dir.join(format!("{key}.parquet"));
+                (
+                    Bytes::from(std::fs::read(&path).map_err(io_err(&path))?),
+                    path,
+                )
+            }
+            PartStore::Object { store, prefix, url } => {
+                let path = Self::object_path(prefix, key);
+                let bytes = block_on(async {
+                    match store.get(&path).await {
+                        Ok(r) => r.bytes().await,
+                        Err(e) => Err(e),
+                    }
+                })
+                .map_err(|e| object_error(url, e))?;
+                (bytes, PathBuf::from(format!("{url}/{key}.parquet")))
+            }
+        };
+        decode(bytes, &name)
+    }
+
+    /// Removes the parts whose keys are not in `keep`, and temporary files of crashed writers
+    /// older than an hour.
+    pub fn prune(&self, keep: &HashSet<String>) {
+        match self {
+            PartStore::Local(dir) => prune_folder(dir, keep),
+            PartStore::Object { store, prefix, .. } => block_on(async {
+                use futures::StreamExt;
+                let mut listing = store.list(Some(prefix));
+                let mut stale = Vec::new();
+                while let Some(Ok(meta)) = listing.next().await {
+                    let name = meta.location.filename().unwrap_or_default();
+                    if let Some(key) = name.strip_suffix(".parquet")
+                        && !keep.contains(key)
+                    {
+                        stale.push(meta.location.clone());
+                    }
+                }
+                for path in stale {
+                    let _ = store.delete(&path).await;
+                }
+            }),
+        }
+    }
+}
+
+/// A part as Parquet bytes.
+fn encode(doc: &Document, semantic: &Semantic) -> Result<Vec<u8>> {
     let batch = embeddings_batch(semantic)?;
     let metadata = vec![
         KeyValue::new(DOCUMENT.into(), serde_json::to_string(doc)?),
@@ -52,26 +235,21 @@ pub fn write_part(graph: &Path, key: &str, doc: &Document, semantic: &Semantic) 
         KeyValue::new(SUMMARIZER.into(), semantic.summarizer.clone()),
         KeyValue::new(DIM.into(), semantic.dim.to_string()),
     ];
-    let tmp = dir.join(format!(
-        ".tmp-{key}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let result = write_parquet_with(&tmp, &batch, metadata);
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let path = part_path(graph, key);
-    std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
-    sync_dir(&dir)
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+        .set_created_by(format!("ledger {}", env!("CARGO_PKG_VERSION")))
+        .set_key_value_metadata(Some(metadata))
+        .build();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
+    writer.write(&batch)?;
+    writer.close()?;
+    Ok(out)
 }
 
-/// Reads part `key` back: the document and its embeddings.
-pub fn read_part(graph: &Path, key: &str) -> Result<(Document, Semantic)> {
-    let path = part_path(graph, key);
-    let file = std::fs::File::open(&path).map_err(io_err(&path))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+/// A part from its Parquet bytes; `name` is for messages.
+fn decode(bytes: Bytes, name: &Path) -> Result<(Document, Semantic)> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
     let meta = builder
         .metadata()
         .file_metadata()
@@ -83,7 +261,7 @@ pub fn read_part(graph: &Path, key: &str) -> Result<(Document, Semantic)> {
             .find(|kv| kv.key == k)
             .and_then(|kv| kv.value.clone())
             .ok_or_else(|| StoreError::NotAGraph {
-                path: path.clone(),
+                path: name.to_path_buf(),
                 message: format!("part has no `{k}` metadata"),
             })
     };
@@ -95,10 +273,8 @@ pub fn read_part(graph: &Path, key: &str) -> Result<(Document, Semantic)> {
     Ok((doc, semantic))
 }
 
-/// Removes the parts whose keys are not in `keep` (after a commit that no longer needs them) and
-/// temporary files left by crashed writers.
-pub fn prune_parts(graph: &Path, keep: &std::collections::HashSet<String>) {
-    let Ok(entries) = std::fs::read_dir(parts_dir(graph)) else {
+fn prune_folder(dir: &Path, keep: &HashSet<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {

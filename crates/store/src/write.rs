@@ -560,20 +560,10 @@ fn prune(versions: &Path, previous: Option<&Path>, current: &Path) {
 }
 
 fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
-    write_parquet_with(path, batch, Vec::new())
-}
-
-/// Writes `batch` to `path` with `metadata` in the file footer, and fsyncs the file.
-pub(crate) fn write_parquet_with(
-    path: &Path,
-    batch: &RecordBatch,
-    metadata: Vec<parquet::file::metadata::KeyValue>,
-) -> Result<()> {
     let file = File::create(path).map_err(io_err(path))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_created_by(format!("ledger {}", env!("CARGO_PKG_VERSION")))
-        .set_key_value_metadata((!metadata.is_empty()).then_some(metadata))
         .build();
     let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
     writer.write(batch)?;

@@ -460,3 +460,132 @@ fn the_distributed_benchmark_reports_every_mode() {
         assert!(table.contains(row), "{table}");
     }
 }
+
+#[test]
+fn a_second_coordinator_on_the_same_graph_stops() {
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let env = Env::new("lock", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let out = dir.path().join("graph");
+    // The first coordinator publishes and waits: no worker yet.
+    let first = env.coordinator(&input, &out, &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while env.depth() < 3 {
+        assert!(Instant::now() < deadline, "jobs not published");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(60));
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("another coordinator is running"), "{err}");
+    assert_eq!(env.depth(), 3, "the second coordinator published nothing");
+    let w = env.worker();
+    let o = wait(first, Duration::from_secs(300));
+    terminate(w);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(documents(&out), 3);
+    let _ = env.dead_letters();
+}
+
+/// `moto_server` (an S3-compatible server from PyPI, installed by `tests/run`) on a free port,
+/// with bucket `ledger`; killed when dropped.
+struct S3(Child, u16);
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn s3() -> Option<S3> {
+    let found = Command::new("moto_server").arg("--help").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var("LEDGER_REQUIRE_S3").as_deref() != Ok("1"),
+            "LEDGER_REQUIRE_S3=1 but moto_server is not installed (pip install 'moto[server]')"
+        );
+        eprintln!("skipped: no moto_server");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let child = Command::new("moto_server")
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("moto_server starts");
+    let server = S3(child, port);
+    // Create the bucket (moto accepts unsigned requests).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        use std::io::{Read, Write};
+        if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = c.write_all(
+                b"PUT /ledger HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            let mut answer = String::new();
+            let _ = c.read_to_string(&mut answer);
+            if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
+                return Some(server);
+            }
+        }
+        assert!(Instant::now() < deadline, "moto_server not ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn workers_write_parts_to_s3_compatible_storage() {
+    let Some(_broker) = broker() else { return };
+    let Some(s3) = s3() else { return };
+    let llm = server::FakeServer::start();
+    let env = Env::new("s3", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let embedded = dir.path().join("embedded");
+    env.index(&input, &embedded);
+    let out = dir.path().join("graph");
+    let with_s3 = |mut c: Command| {
+        c.env("LEDGER_STORE_PARTS", "s3://ledger/parts")
+            .env("AWS_ENDPOINT", format!("http://127.0.0.1:{}", s3.1))
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_DEFAULT_REGION", "us-east-1");
+        c
+    };
+    let mut args = vec!["coordinator", s(&input), "--out", s(&out)];
+    args.push("--no-progress");
+    let coordinator = with_s3(env.command(&args))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coordinator");
+    let worker = with_s3(env.command(&["worker"]))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("worker");
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(worker);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_same_graph(&embedded, &out);
+    assert!(
+        !out.join("parts").exists(),
+        "parts went to the bucket, not the graph folder"
+    );
+    // The bucket holds the three parts.
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s3.1)).expect("connect");
+    c.write_all(b"GET /ledger?list-type=2&prefix=parts/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .expect("list");
+    let mut listing = String::new();
+    let _ = c.read_to_string(&mut listing);
+    assert_eq!(listing.matches(".parquet</Key>").count(), 3, "{listing}");
+    let _ = env.dead_letters();
+}

@@ -269,26 +269,28 @@ fn parts_round_trip_and_rewrites_are_idempotent() {
         related: vec![],
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let graph = dir.path().join("g");
-    assert!(!ledger_store::has_part(&graph, "k1"));
-    ledger_store::write_part(&graph, "k1", doc, &semantic).expect("write");
-    let first = std::fs::read(ledger_store::part_path(&graph, "k1")).expect("bytes");
+    let store = ledger_store::PartStore::of_graph(&dir.path().join("g"));
+    assert!(!store.has("k1"));
+    store.write("k1", doc, &semantic).expect("write");
+    let file = store.local_path("k1").expect("a local store");
+    let first = std::fs::read(&file).expect("bytes");
     // A redelivered job writes the same key again: one file, same bytes.
-    ledger_store::write_part(&graph, "k1", doc, &semantic).expect("rewrite");
-    assert_eq!(
-        std::fs::read(ledger_store::part_path(&graph, "k1")).expect("bytes"),
-        first
-    );
-    let names: Vec<_> = std::fs::read_dir(ledger_store::parts_dir(&graph))
+    store.write("k1", doc, &semantic).expect("rewrite");
+    assert_eq!(std::fs::read(&file).expect("bytes"), first);
+    let names: Vec<_> = std::fs::read_dir(file.parent().expect("folder"))
         .expect("dir")
         .flatten()
         .map(|e| e.file_name())
         .collect();
     assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
-    let (back, back_semantic) = ledger_store::read_part(&graph, "k1").expect("read");
+    let (back, back_semantic) = store.read("k1").expect("read");
     assert_eq!(&back, doc);
     assert_eq!(back_semantic, semantic);
-    assert!(ledger_store::write_part(&graph, "../escape", doc, &semantic).is_err());
-    ledger_store::prune_parts(&graph, &Default::default());
-    assert!(!ledger_store::has_part(&graph, "k1"));
+    assert!(store.write("../escape", doc, &semantic).is_err());
+    // The same folder opened by URL is the same store.
+    let by_url = ledger_store::PartStore::open(&format!("file://{}", store.url())).expect("open");
+    assert!(by_url.has("k1"));
+    assert!(ledger_store::PartStore::open("ftp://x/y").is_err());
+    store.prune(&Default::default());
+    assert!(!store.has("k1"));
 }
