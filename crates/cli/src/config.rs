@@ -30,6 +30,30 @@ pub struct Config {
     pub queue: QueueConfig,
     /// Where graphs keep their parts.
     pub store: StoreConfig,
+    /// Retrieval for edits.
+    pub retrieve: RetrieveConfig,
+}
+
+/// Settings of retrieval (`ledger context`) and impact sets (`ledger impact`).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveConfig {
+    /// Default token budget of a context.
+    pub budget: usize,
+    /// Hops from the targets.
+    pub depth: usize,
+    /// Score factor per hop beyond the first.
+    pub decay: f64,
+    /// Weight of REFERENCES edges.
+    pub weight_references: f64,
+    /// Weight of DEPENDS edges.
+    pub weight_depends: f64,
+    /// Weight of CONTAINS edges.
+    pub weight_contains: f64,
+    /// Weight of RELATED edges.
+    pub weight_related: f64,
+    /// Hops of `ledger impact`.
+    pub impact_depth: usize,
 }
 
 /// Settings of the store.

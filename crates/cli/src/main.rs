@@ -7,6 +7,7 @@ mod distributed;
 mod index;
 mod models;
 mod pipeline;
+mod retrieval;
 mod semantic;
 
 use anyhow::{Context, Result};
@@ -74,6 +75,44 @@ enum Command {
         /// Exit once the job queue has been empty for this many seconds.
         #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "5")]
         exit_when_idle: Option<u64>,
+    },
+    /// The context an edit of TARGET needs: the targets, then the units that reference, depend
+    /// on, contain or resemble them (and that they reference or depend on), packed under a
+    /// token budget.
+    Context {
+        /// The graph folder.
+        #[arg(long)]
+        graph: PathBuf,
+        /// A unit id, a label, or prose such as "Theorem 2" (repeatable).
+        #[arg(long)]
+        target: Vec<String>,
+        /// What the edit is to do; targets it mentions are used when no --target is given.
+        #[arg(long)]
+        instruction: Option<String>,
+        /// The document, when ids or numbers repeat across documents.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Token budget (cl100k; default `retrieve.budget`).
+        #[arg(long)]
+        budget: Option<usize>,
+        /// Print Markdown for a prompt instead of JSON.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// The units that may break if UNIT changes (reverse REFERENCES and DEPENDS, transitively),
+    /// with the path that links each.
+    Impact {
+        /// The graph folder.
+        #[arg(long)]
+        graph: PathBuf,
+        /// A unit id, a label, or prose such as "Definition 3".
+        unit: String,
+        /// The document, when ids or numbers repeat across documents.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Hops (default `retrieve.impact_depth`).
+        #[arg(long)]
+        depth: Option<usize>,
     },
     /// Print the units nearest to UNIT by embedding cosine (to tune θ).
     Similar {
@@ -356,6 +395,43 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Context {
+            graph,
+            target,
+            instruction,
+            doc,
+            budget,
+            markdown,
+        } => {
+            let g = retrieval::load(&graph)?;
+            let out = retrieval::context(
+                &g,
+                &target,
+                instruction.as_deref(),
+                doc.as_deref(),
+                budget.unwrap_or(config.retrieve.budget),
+                &config.retrieve,
+                markdown,
+            )?;
+            println!("{}", out.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Impact {
+            graph,
+            unit,
+            doc,
+            depth,
+        } => {
+            let g = retrieval::load(&graph)?;
+            let out = retrieval::impact(
+                &g,
+                &unit,
+                doc.as_deref(),
+                depth.unwrap_or(config.retrieve.impact_depth),
+            )?;
+            print!("{out}");
+            Ok(ExitCode::SUCCESS)
         }
         Command::Similar {
             graph,

@@ -94,6 +94,28 @@ impl UnitKind {
     }
 }
 
+impl UnitKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [UnitKind; 11] = [
+        UnitKind::Document,
+        UnitKind::Section,
+        UnitKind::Paragraph,
+        UnitKind::Figure,
+        UnitKind::Table,
+        UnitKind::Equation,
+        UnitKind::Theorem,
+        UnitKind::Proof,
+        UnitKind::Algorithm,
+        UnitKind::Listing,
+        UnitKind::Bibitem,
+    ];
+
+    /// The kind named by [`UnitKind::as_str`].
+    pub fn parse(name: &str) -> Option<UnitKind> {
+        UnitKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
 impl fmt::Display for UnitKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -339,6 +361,19 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
+    /// Every kind, in priority order.
+    pub const ALL: [EdgeKind; 4] = [
+        EdgeKind::References,
+        EdgeKind::Depends,
+        EdgeKind::Contains,
+        EdgeKind::Related,
+    ];
+
+    /// The kind named by [`EdgeKind::as_str`].
+    pub fn parse(name: &str) -> Option<EdgeKind> {
+        EdgeKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// The name stored in the `edges.kind` column.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -441,6 +476,37 @@ pub struct Document {
     pub judgments: Vec<Judgment>,
 }
 
+/// A unit as a graph's `units` table holds it: what retrieval and impact analysis read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitRecord {
+    /// The document.
+    pub doc_id: String,
+    /// The unit's id in it.
+    pub unit_id: String,
+    /// Coarse kind.
+    pub kind: UnitKind,
+    /// Environment or heading level.
+    pub env: String,
+    /// Primary label or anchor.
+    pub label: Option<String>,
+    /// Printed number.
+    pub number: Option<String>,
+    /// Title or caption.
+    pub title: Option<String>,
+    /// The parent unit's id.
+    pub parent_id: Option<String>,
+    /// Position in document order.
+    pub ordinal: usize,
+    /// The file it starts in.
+    pub source_path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// cl100k tokens of its text.
+    pub tokens: usize,
+    /// Its own text.
+    pub text: String,
+}
+
 /// One unit's DEPENDS judgment: which candidates a judge was shown and what it answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Judgment {
@@ -491,6 +557,32 @@ impl Document {
             .iter()
             .enumerate()
             .map(|(i, u)| (u.id.as_str(), i))
+            .collect()
+    }
+
+    /// The units as a graph's `units` table holds them.
+    pub fn unit_records(&self) -> Vec<UnitRecord> {
+        self.units
+            .iter()
+            .map(|u| UnitRecord {
+                doc_id: self.id.clone(),
+                unit_id: u.id.clone(),
+                kind: u.kind,
+                env: u.env.clone(),
+                label: u.label.clone(),
+                number: u.number.clone(),
+                title: u.title.clone(),
+                parent_id: u.parent.map(|p| self.units[p].id.clone()),
+                ordinal: u.ordinal,
+                source_path: if u.kind == UnitKind::Document {
+                    self.path.clone()
+                } else {
+                    self.files.get(u.file).cloned().unwrap_or_default()
+                },
+                line: u.line,
+                tokens: u.tokens,
+                text: u.text.clone(),
+            })
             .collect()
     }
 

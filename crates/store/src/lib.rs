@@ -19,7 +19,7 @@ mod sql;
 mod write;
 
 pub use parts::PartStore;
-pub use read::{read_embeddings, read_judgments};
+pub use read::{read_edges, read_embeddings, read_judgments, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};
 pub use write::{Manifest, RunInfo, now_rfc3339, rfc3339, write_graph};

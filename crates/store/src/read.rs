@@ -126,3 +126,102 @@ pub fn read_judgments(graph: &Path) -> Result<Vec<(String, Judgment)>> {
     }
     Ok(out)
 }
+
+fn table(
+    graph: &Path,
+    name: &str,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    let dir = crate::current_version(graph)?;
+    let path = dir.join(format!("{name}.parquet"));
+    let file = std::fs::File::open(&path).map_err(io_err(&path))?;
+    Ok(ParquetRecordBatchReaderBuilder::try_new(file)?.build()?)
+}
+
+fn opt(a: &StringArray, i: usize) -> Option<String> {
+    a.is_valid(i).then(|| a.value(i).to_string())
+}
+
+/// The units of the current version of a graph, in table order (document, then document order).
+pub fn read_units(graph: &Path) -> Result<Vec<ledger_core::UnitRecord>> {
+    let mut out = Vec::new();
+    for batch in table(graph, "units")? {
+        let batch = batch?;
+        let s = |n: &str| column::<StringArray>(&batch, n);
+        let n = |n: &str| column::<Int64Array>(&batch, n);
+        let (docs, ids, kinds, envs, labels) = (
+            s("doc_id")?,
+            s("unit_id")?,
+            s("kind")?,
+            s("env")?,
+            s("label")?,
+        );
+        let (numbers, titles, parents, paths, texts) = (
+            s("number")?,
+            s("title")?,
+            s("parent_id")?,
+            s("source_path")?,
+            s("text")?,
+        );
+        let (ordinals, lines, tokens) = (n("ordinal")?, n("line")?, n("tokens")?);
+        for i in 0..batch.num_rows() {
+            let kind = ledger_core::UnitKind::parse(kinds.value(i)).ok_or_else(|| {
+                StoreError::NotAGraph {
+                    path: graph.to_path_buf(),
+                    message: format!("unknown unit kind {:?}", kinds.value(i)),
+                }
+            })?;
+            out.push(ledger_core::UnitRecord {
+                doc_id: docs.value(i).to_string(),
+                unit_id: ids.value(i).to_string(),
+                kind,
+                env: envs.value(i).to_string(),
+                label: opt(labels, i),
+                number: opt(numbers, i),
+                title: opt(titles, i),
+                parent_id: opt(parents, i),
+                ordinal: usize::try_from(ordinals.value(i)).unwrap_or(0),
+                source_path: paths.value(i).to_string(),
+                line: usize::try_from(lines.value(i)).unwrap_or(0),
+                tokens: usize::try_from(tokens.value(i)).unwrap_or(0),
+                text: texts.value(i).to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The edges of the current version of a graph.
+pub fn read_edges(graph: &Path) -> Result<Vec<ledger_core::Edge>> {
+    let mut out = Vec::new();
+    for batch in table(graph, "edges")? {
+        let batch = batch?;
+        let s = |n: &str| column::<StringArray>(&batch, n);
+        let (src_doc, src_unit, dst_doc, dst_unit, kinds, evidence) = (
+            s("src_doc")?,
+            s("src_unit")?,
+            s("dst_doc")?,
+            s("dst_unit")?,
+            s("kind")?,
+            s("evidence")?,
+        );
+        let scores = column::<arrow::array::Float64Array>(&batch, "score")?;
+        for i in 0..batch.num_rows() {
+            let kind = ledger_core::EdgeKind::parse(kinds.value(i)).ok_or_else(|| {
+                StoreError::NotAGraph {
+                    path: graph.to_path_buf(),
+                    message: format!("unknown edge kind {:?}", kinds.value(i)),
+                }
+            })?;
+            out.push(ledger_core::Edge {
+                src_doc: src_doc.value(i).to_string(),
+                src_unit: src_unit.value(i).to_string(),
+                dst_doc: dst_doc.value(i).to_string(),
+                dst_unit: dst_unit.value(i).to_string(),
+                kind,
+                score: scores.value(i),
+                evidence: evidence.value(i).to_string(),
+            });
+        }
+    }
+    Ok(out)
+}

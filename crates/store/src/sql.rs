@@ -7,7 +7,12 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use std::path::Path;
 
 /// Views created in every session, `(name, SQL)`.
-pub const VIEWS: [(&str, &str); 4] = [
+pub const VIEWS: [(&str, &str); 5] = [
+    (
+        "dependents",
+        "SELECT dst_doc AS doc_id, dst_unit AS unit_id, src_doc AS dependent_doc, \
+           src_unit AS dependent_unit, kind FROM edges WHERE kind IN ('REFERENCES', 'DEPENDS')",
+    ),
     (
         "broken_references",
         "SELECT doc_id, unit_id, source_path, line, col, text, mention_kind, target_key, reason \

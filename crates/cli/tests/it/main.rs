@@ -434,3 +434,66 @@ fn minilm_embeddings_and_related_edges_end_to_end() {
     assert!(cols[1].parse::<f64>().expect("score") > 0.7, "{row}");
     assert_eq!(cols[2], "all-MiniLM-L6-v2");
 }
+
+#[test]
+fn context_and_impact_from_a_graph() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index(&graph);
+    let g = graph.to_str().expect("utf8");
+    // The unit most referred to or depended on.
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "json",
+        "SELECT doc_id, unit_id, COUNT(*) AS n FROM dependents GROUP BY doc_id, unit_id ORDER BY n DESC, unit_id LIMIT 1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let top: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let (doc, unit) = (
+        top[0]["doc_id"].as_str().expect("doc"),
+        top[0]["unit_id"].as_str().expect("unit"),
+    );
+    let n = top[0]["n"].as_u64().expect("count");
+    assert!(n >= 3, "{top}");
+    let o = ledger(&[
+        "context", "--graph", g, "--doc", doc, "--target", unit, "--budget", "1500",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(c["units"][0]["unit_id"], unit);
+    assert_eq!(c["units"][0]["why"], "target");
+    assert!(c["tokens"].as_u64().expect("tokens") <= 1500);
+    assert!(c["units"].as_array().expect("units").len() > 1, "{c}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("% of the document's"));
+    let o = ledger(&[
+        "context",
+        "--graph",
+        g,
+        "--doc",
+        doc,
+        "--target",
+        unit,
+        "--budget",
+        "1500",
+        "--markdown",
+    ]);
+    assert!(
+        stdout(&o).contains(&format!("## `{unit}`")),
+        "{}",
+        stdout(&o)
+    );
+    let o = ledger(&["impact", "--graph", g, "--doc", doc, unit, "--depth", "1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = stdout(&o).lines().count() as u64;
+    assert!(
+        lines >= 1 && lines <= n,
+        "{lines} impacted, {n} direct links"
+    );
+    assert!(stdout(&o).contains(&format!("-> {unit}")), "{}", stdout(&o));
+    let o = ledger(&["impact", "--graph", g, "no-such-unit"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no unit `no-such-unit`"));
+}

@@ -1,0 +1,105 @@
+//! `ledger context` and `ledger impact`: retrieval for an edit and impact sets, over a graph.
+
+use crate::config::RetrieveConfig;
+use anyhow::{Context as _, Result, bail};
+use ledger_retrieve::{Graph, Weights};
+use std::path::Path;
+
+/// Loads the current version of a graph for traversal.
+pub fn load(graph: &Path) -> Result<Graph> {
+    let units = ledger_store::read_units(graph)
+        .with_context(|| format!("reading units of {}", graph.display()))?;
+    let edges = ledger_store::read_edges(graph)
+        .with_context(|| format!("reading edges of {}", graph.display()))?;
+    Ok(Graph::new(units, &edges))
+}
+
+/// The weights the configuration sets.
+pub fn weights(config: &RetrieveConfig) -> Weights {
+    Weights {
+        references: config.weight_references,
+        depends: config.weight_depends,
+        contains: config.weight_contains,
+        related: config.weight_related,
+        decay: config.decay,
+    }
+}
+
+/// `ledger context`: the targets (named, or found in the instruction), the packed context as
+/// JSON or Markdown, and tokens retrieved / document tokens on stderr.
+pub fn context(
+    graph: &Graph,
+    targets: &[String],
+    instruction: Option<&str>,
+    doc: Option<&str>,
+    budget: usize,
+    config: &RetrieveConfig,
+    markdown: bool,
+) -> Result<String> {
+    let mut found = Vec::new();
+    for t in targets {
+        found.push(graph.find(t, doc)?);
+    }
+    if found.is_empty()
+        && let Some(text) = instruction
+    {
+        found = graph.targets_in(text, doc);
+    }
+    if found.is_empty() {
+        bail!(
+            "no target: name one with --target (a unit id, a label, or \"Theorem 2\"), or mention one in --instruction"
+        );
+    }
+    let c = graph.context(&found, budget, &weights(config), config.depth);
+    eprintln!(
+        "context: {} units, {} tokens of a {} budget = {:.1}% of the document's {} tokens ({} linked units left out)",
+        c.units.len(),
+        c.tokens,
+        c.budget,
+        100.0 * c.tokens as f64 / c.document_tokens.max(1) as f64,
+        c.document_tokens,
+        c.left_out
+    );
+    Ok(if markdown {
+        let mut s = String::new();
+        if let Some(text) = instruction {
+            s.push_str(&format!("# Instruction\n\n{text}\n\n"));
+        }
+        s.push_str(&ledger_retrieve::markdown(graph, &c));
+        s
+    } else {
+        serde_json::to_string_pretty(&c)?
+    })
+}
+
+/// `ledger impact`: the units that may break if `unit` changes, with the path linking each.
+pub fn impact(graph: &Graph, unit: &str, doc: Option<&str>, depth: usize) -> Result<String> {
+    let target = graph.find(unit, doc)?;
+    let units = graph.units();
+    let mut out = String::new();
+    let impacted = graph.impact(target, depth);
+    for i in &impacted {
+        let u = &units[i.unit];
+        let path: Vec<String> = i
+            .path
+            .iter()
+            .map(|(s, kind)| format!("{} -{}->", units[*s].unit_id, kind.as_str()))
+            .chain([units[target].unit_id.clone()])
+            .collect();
+        out.push_str(&format!(
+            "{}:{}: {} `{}` ({}): {}\n",
+            u.source_path,
+            u.line,
+            u.kind,
+            u.unit_id,
+            u.doc_id,
+            path.join(" ")
+        ));
+    }
+    eprintln!(
+        "{} units may be affected by a change to `{}` (depth {depth})",
+        impacted.len(),
+        units[target].unit_id
+    );
+    Ok(out)
+}
