@@ -428,21 +428,33 @@ async fn follow(
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    let mut unpublished = jobs;
+    // Jobs not yet confirmed by the broker, oldest first (a reconnect resumes here).
+    let mut unpublished: std::collections::VecDeque<DocumentJob> = jobs.into();
     let (mut failed, mut retries) = (0usize, 0usize);
     while !pending.is_empty() {
         let broker = Broker::connect(&options.amqp, PATIENCE).await?;
-        broker
-            .declare_jobs(&options.jobs, options.consumer_timeout)
-            .await?;
-        broker.declare_events(events).await?;
-        while let Some(job) = unpublished.first() {
-            broker.publish(&options.jobs, job).await?;
-            unpublished.remove(0);
-        }
-        let mut consumer = broker
-            .consume(events, &format!("ledger-coordinator-{run}"), 64)
-            .await?;
+        let setup = async {
+            broker
+                .declare_jobs(&options.jobs, options.consumer_timeout)
+                .await?;
+            broker.declare_events(events).await?;
+            while let Some(job) = unpublished.front() {
+                broker.publish(&options.jobs, job).await?;
+                unpublished.pop_front();
+            }
+            broker
+                .consume(events, &format!("ledger-coordinator-{run}"), 64)
+                .await
+        };
+        let mut consumer = match setup.await {
+            Ok(c) => c,
+            Err(e) => {
+                // The broker went away while publishing: reconnect and resume.
+                tracing::warn!(error = %e, "broker lost during set-up; reconnecting");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
         while !pending.is_empty() {
             let Some(delivery) = consumer.next().await else {
                 break;

@@ -4,6 +4,7 @@
 mod bench;
 mod config;
 mod distributed;
+mod edit;
 mod index;
 mod models;
 mod pipeline;
@@ -113,6 +114,25 @@ enum Command {
         /// Hops (default `retrieve.impact_depth`).
         #[arg(long)]
         depth: Option<usize>,
+    },
+    /// Rename a LaTeX label and every reference to it, of every kind, across PATH...; prints the
+    /// unified diff, verifies the result before writing, and writes all files or none.
+    Relabel {
+        /// The label now.
+        old: String,
+        /// The new label.
+        new: String,
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the diff only.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Revert the last edit made under PATH (from its undo record).
+    Undo {
+        /// The file or folder the edit was made on.
+        path: PathBuf,
     },
     /// Print the units nearest to UNIT by embedding cosine (to tune θ).
     Similar {
@@ -395,6 +415,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Relabel {
+            old,
+            new,
+            paths,
+            dry_run,
+        } => {
+            let refused = edit::relabel(&paths, &config.index, &old, &new, dry_run)?;
+            Ok(if refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Undo { path } => {
+            edit::undo(&path)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Context {
             graph,

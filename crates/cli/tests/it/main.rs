@@ -497,3 +497,70 @@ fn context_and_impact_from_a_graph() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no unit `no-such-unit`"));
 }
+
+#[test]
+fn relabel_dry_run_apply_verify_and_undo() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = dir.path().join("paper");
+    std::fs::create_dir(&paper).expect("mkdir");
+    let src = root().join("datasets/paper-equational-theories");
+    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
+        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
+    }
+    let p = paper.to_str().expect("utf8");
+    let snapshot = || -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(&paper)
+            .expect("read_dir")
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| (e.path(), std::fs::read(e.path()).expect("read")))
+            .collect();
+        files.sort();
+        files
+    };
+    let original = snapshot();
+    let verify_line = |o: &Output| {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let before = verify_line(&ledger(&["verify", p, "--no-diagnostics"]));
+    // A label referred to from several places.
+    let old = "thm:canon";
+    let o = ledger(&["relabel", old, "thm:canonical-form", p, "--dry-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let diff = stdout(&o);
+    assert!(
+        diff.contains("-") && diff.contains("+") && diff.contains("thm:canonical-form"),
+        "{diff}"
+    );
+    assert_eq!(snapshot(), original, "a dry run writes nothing");
+    let o = ledger(&["relabel", old, "thm:canonical-form", p]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_ne!(snapshot(), original);
+    assert_eq!(
+        verify_line(&ledger(&["verify", p, "--no-diagnostics"])),
+        before,
+        "nothing newly broken"
+    );
+    let all: String = snapshot()
+        .iter()
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    assert!(
+        !all.contains("{thm:canon}") && !all.contains("thm:canon,"),
+        "no old key left"
+    );
+    // A label that exists already is refused, nothing written.
+    let edited = snapshot();
+    let o = ledger(&["relabel", "thm:canonical-form", "irred-desc", p]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
+    assert_eq!(snapshot(), edited);
+    // Undo restores every file byte for byte.
+    let o = ledger(&["undo", p]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(snapshot(), original);
+}

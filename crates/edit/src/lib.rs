@@ -1,0 +1,366 @@
+//! Deterministic edits of document sources: byte-range [`Replacement`]s computed from parsed
+//! documents ([`relabel`]), applied in memory ([`apply`]), shown as unified diffs ([`diff`]), and
+//! written atomically with an undo record ([`commit`], [`undo`]).
+//!
+//! Nothing is written before the caller has verified the edited text; [`commit`] then changes
+//! every file or none: new contents are written and fsynced aside first, the old ones saved in
+//! the undo record, and only then renamed into place, so a crash leaves each file old or new and
+//! the record restores the old.
+
+use ledger_core::{Document, Resolution, TargetKey};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Errors of edits.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// The edit cannot be made as asked.
+    #[error("{0}")]
+    Invalid(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A file changed on disk since it was read.
+    #[error("{0} changed on disk since it was read; nothing was written")]
+    Changed(PathBuf),
+    /// The undo record cannot be read.
+    #[error("undo record {path}: {message}")]
+    Record {
+        /// The record folder.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = EditError> = std::result::Result<T, E>;
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EditError + '_ {
+    move |source| EditError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One byte range of one file replaced by new text.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Replacement {
+    /// The file, as the documents name it.
+    pub path: PathBuf,
+    /// Start byte.
+    pub start: usize,
+    /// End byte (exclusive).
+    pub end: usize,
+    /// The new text.
+    pub text: String,
+}
+
+/// Whether `label` can be a LaTeX label key.
+fn valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && !label
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '{' | '}' | ',' | '#' | '%' | '\\'))
+}
+
+/// The byte ranges of `key` as a whole key (bounded by braces, commas or spaces) in `text`.
+fn key_ranges(text: &str, key: &str, from: usize, to: usize) -> Vec<(usize, usize)> {
+    let window = &text[from..to];
+    let is_bound =
+        |c: Option<char>| c.is_none_or(|c| matches!(c, '{' | '}' | ',' | ' ' | '\t' | '\n' | '\r'));
+    window
+        .match_indices(key)
+        .filter(|(i, _)| {
+            is_bound(window[..*i].chars().next_back())
+                && is_bound(window[i + key.len()..].chars().next())
+        })
+        .map(|(i, _)| (from + i, from + i + key.len()))
+        .collect()
+}
+
+/// The replacements that rename LaTeX label `old` to `new`: its `\label{…}` definition and every
+/// mention of every kind that resolves to it (`\ref`, `\eqref`, `\cref` lists, `\uses`, user
+/// macros wrapping them, `\externaldocument`-prefixed keys in other documents). `texts` holds
+/// every file of `docs` as read.
+pub fn relabel(
+    docs: &[Document],
+    texts: &BTreeMap<PathBuf, String>,
+    old: &str,
+    new: &str,
+) -> Result<Vec<Replacement>> {
+    if !valid_label(new) {
+        return Err(EditError::Invalid(format!(
+            "`{new}` cannot be a LaTeX label"
+        )));
+    }
+    let owners: Vec<&Document> = docs
+        .iter()
+        .filter(|d| {
+            d.units
+                .iter()
+                .any(|u| u.labels.iter().any(|(l, _)| l == old))
+        })
+        .collect();
+    let owner = match owners.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(EditError::Invalid(format!(
+                "no \\label{{{old}}} in these documents"
+            )));
+        }
+        many => {
+            return Err(EditError::Invalid(format!(
+                "\\label{{{old}}} is defined in several documents: {}",
+                many.iter()
+                    .map(|d| d.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    };
+    if owner
+        .units
+        .iter()
+        .any(|u| u.labels.iter().any(|(l, _)| l == new))
+    {
+        return Err(EditError::Invalid(format!(
+            "\\label{{{new}}} already exists in {}",
+            owner.id
+        )));
+    }
+    let text_of = |path: &Path| {
+        texts
+            .get(path)
+            .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))
+    };
+    let mut out = Vec::new();
+    // The definition: `\label{old}` in the owner's files.
+    let definition = regex::Regex::new(&format!(r"\\label\s*\{{\s*({})\s*\}}", regex::escape(old)))
+        .map_err(|e| EditError::Invalid(e.to_string()))?;
+    for f in &owner.files {
+        let path = PathBuf::from(f);
+        let text = text_of(&path)?;
+        for c in definition.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                out.push(Replacement {
+                    path: path.clone(),
+                    start: m.start(),
+                    end: m.end(),
+                    text: new.to_string(),
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(EditError::Invalid(format!(
+            "\\label{{{old}}} is known but not written literally in {} (made by a macro?)",
+            owner.id
+        )));
+    }
+    // Every mention resolving to the owner's unit through key `old` (or `prefix + old`).
+    for doc in docs {
+        for m in &doc.mentions {
+            let TargetKey::Label(key) = &m.key else {
+                continue;
+            };
+            let Some(prefix) = key.strip_suffix(old) else {
+                continue;
+            };
+            let to_owner = match &m.resolution {
+                Resolution::Resolved { doc: d, .. } => d == &owner.id,
+                _ => false,
+            };
+            if !to_owner {
+                continue;
+            }
+            let path = PathBuf::from(doc.files.get(m.file).cloned().unwrap_or_default());
+            let text = text_of(&path)?;
+            let ranges = key_ranges(text, key, m.start_byte, m.end_byte.min(text.len()));
+            let [(start, end)] = ranges.as_slice() else {
+                return Err(EditError::Invalid(format!(
+                    "{}:{}: cannot locate `{key}` in `{}` exactly once",
+                    path.display(),
+                    m.line,
+                    m.text
+                )));
+            };
+            out.push(Replacement {
+                path,
+                start: *start,
+                end: *end,
+                text: format!("{prefix}{new}"),
+            });
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `texts` with `edits` applied; overlapping edits are an error.
+pub fn apply(
+    texts: &BTreeMap<PathBuf, String>,
+    edits: &[Replacement],
+) -> Result<BTreeMap<PathBuf, String>> {
+    let mut by_file: BTreeMap<&Path, Vec<&Replacement>> = BTreeMap::new();
+    for e in edits {
+        by_file.entry(e.path.as_path()).or_default().push(e);
+    }
+    let mut out = BTreeMap::new();
+    for (path, mut list) in by_file {
+        let old = texts
+            .get(path)
+            .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+        list.sort_by_key(|e| (e.start, e.end));
+        let mut new = String::with_capacity(old.len());
+        let mut at = 0;
+        for e in list {
+            if e.start < at
+                || e.end > old.len()
+                || !old.is_char_boundary(e.start)
+                || !old.is_char_boundary(e.end)
+            {
+                return Err(EditError::Invalid(format!(
+                    "{}: overlapping or out-of-range edit at byte {}",
+                    path.display(),
+                    e.start
+                )));
+            }
+            new.push_str(&old[at..e.start]);
+            new.push_str(&e.text);
+            at = e.end;
+        }
+        new.push_str(&old[at..]);
+        if &new != old {
+            out.insert(path.to_path_buf(), new);
+        }
+    }
+    Ok(out)
+}
+
+/// A unified diff of one file (3 lines of context).
+pub fn diff(path: &Path, old: &str, new: &str) -> String {
+    let name = path.display().to_string();
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
+/// One file of an undo record.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Saved {
+    path: PathBuf,
+    old: String,
+    new: String,
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(io(dir))
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))?;
+    f.sync_all().map_err(io(path))
+}
+
+/// Writes `changes` (path → (old text, new text)) atomically, after checking that every file
+/// still holds its old text; saves the old texts in a new undo record under `undo_root` and
+/// returns the record's folder.
+pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -> Result<PathBuf> {
+    for (path, (old, _)) in changes {
+        let now = std::fs::read_to_string(path).map_err(io(path))?;
+        if &now != old {
+            return Err(EditError::Changed(path.clone()));
+        }
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let record = undo_root.join(format!("{stamp}"));
+    std::fs::create_dir_all(&record).map_err(io(&record))?;
+    let saved: Vec<Saved> = changes
+        .iter()
+        .map(|(path, (old, new))| Saved {
+            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()),
+            old: old.clone(),
+            new: new.clone(),
+        })
+        .collect();
+    let json = serde_json::to_vec(&saved).map_err(|e| EditError::Invalid(e.to_string()))?;
+    write_synced(&record.join("record.json"), &json)?;
+    sync_dir(&record)?;
+    // Every new text aside, synced; then the renames.
+    let tmp = |p: &Path| {
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".ledger-tmp-{}", std::process::id()));
+        p.with_file_name(name)
+    };
+    for s in &saved {
+        if let Err(e) = write_synced(&tmp(&s.path), s.new.as_bytes()) {
+            for s in &saved {
+                let _ = std::fs::remove_file(tmp(&s.path));
+            }
+            let _ = std::fs::remove_dir_all(&record);
+            return Err(e);
+        }
+    }
+    for s in &saved {
+        let t = tmp(&s.path);
+        std::fs::rename(&t, &s.path).map_err(io(&s.path))?;
+        if let Some(dir) = s.path.parent() {
+            sync_dir(dir)?;
+        }
+    }
+    Ok(record)
+}
+
+/// The newest undo record under `undo_root`.
+pub fn last_record(undo_root: &Path) -> Option<PathBuf> {
+    let mut records: Vec<(u128, PathBuf)> = std::fs::read_dir(undo_root)
+        .ok()?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
+        .collect();
+    records.sort();
+    records.pop().map(|r| r.1)
+}
+
+/// Restores the old texts of an undo record (each file atomically), then removes the record.
+/// Files that hold neither the old nor the new text are left alone and named in the error.
+pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
+    let bytes = std::fs::read(record.join("record.json")).map_err(io(record))?;
+    let saved: Vec<Saved> = serde_json::from_slice(&bytes).map_err(|e| EditError::Record {
+        path: record.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    for s in &saved {
+        let now = std::fs::read_to_string(&s.path).map_err(io(&s.path))?;
+        if now != s.old && now != s.new {
+            return Err(EditError::Changed(s.path.clone()));
+        }
+    }
+    let mut restored = Vec::new();
+    for s in &saved {
+        let mut name = s.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".ledger-undo-tmp");
+        let t = s.path.with_file_name(name);
+        write_synced(&t, s.old.as_bytes())?;
+        std::fs::rename(&t, &s.path).map_err(io(&s.path))?;
+        restored.push(s.path.clone());
+    }
+    std::fs::remove_dir_all(record).map_err(io(record))?;
+    Ok(restored)
+}

@@ -1,0 +1,165 @@
+//! Relabelling on the carleson blueprint (a copy), atomic commit and undo.
+
+use ledger_core::{Document, Resolution, TargetKey};
+use ledger_edit::{apply, commit, last_record, relabel, undo};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn corpora() -> PathBuf {
+    std::env::var_os("LEDGER_CORPORA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
+        })
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+fn parse(main: &Path) -> Vec<Document> {
+    let (sources, diags) = ledger_parse::discover(&[main.to_path_buf()]);
+    assert!(diags.is_empty(), "{diags:?}");
+    let mut docs: Vec<Document> = sources
+        .iter()
+        .map(|s| ledger_parse::parse(s, None))
+        .collect();
+    ledger_parse::resolve_corpus(&mut docs);
+    docs
+}
+
+fn texts(docs: &[Document]) -> BTreeMap<PathBuf, String> {
+    docs.iter()
+        .flat_map(|d| &d.files)
+        .map(|f| (PathBuf::from(f), std::fs::read_to_string(f).expect("read")))
+        .collect()
+}
+
+/// Per mention: its unit's position, kind, and where it resolves (target unit position).
+fn resolutions(doc: &Document) -> Vec<(usize, String, Option<usize>)> {
+    let index = doc.unit_indices();
+    doc.mentions
+        .iter()
+        .map(|m| {
+            let target = match &m.resolution {
+                Resolution::Resolved { doc: d, unit } if d == &doc.id => {
+                    index.get(unit.as_str()).copied()
+                }
+                _ => None,
+            };
+            (m.unit, m.kind.as_str().to_string(), target)
+        })
+        .collect()
+}
+
+#[test]
+fn relabelling_twenty_blueprint_labels_updates_every_referrer_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("carleson-blueprint");
+    copy_dir(&corpora().join("carleson-blueprint"), &root);
+    let main = root.join("print.tex");
+    let docs = parse(&main);
+    let doc = &docs[0];
+    let before = resolutions(doc);
+    let broken_before = before.iter().filter(|r| r.2.is_none()).count();
+    // Labels that something refers to, twenty of them picked with a fixed seed.
+    let mut referred: Vec<String> = doc
+        .mentions
+        .iter()
+        .filter_map(|m| match (&m.key, &m.resolution) {
+            (TargetKey::Label(l), Resolution::Resolved { .. }) => Some(l.clone()),
+            _ => None,
+        })
+        .collect();
+    referred.sort();
+    referred.dedup();
+    assert!(referred.len() > 100, "{} referred labels", referred.len());
+    let mut seed: u64 = 0x5eed;
+    let mut picked = Vec::new();
+    while picked.len() < 20 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let l = &referred[(seed >> 33) as usize % referred.len()];
+        if !picked.contains(l) {
+            picked.push(l.clone());
+        }
+    }
+    let old_texts = texts(&docs);
+    let mut edits = Vec::new();
+    for l in &picked {
+        edits.extend(relabel(&docs, &old_texts, l, &format!("{l}-renamed")).expect("relabel"));
+    }
+    // Exactly the definitions and the mentions of the picked labels are touched.
+    let mentions: usize = doc
+        .mentions
+        .iter()
+        .filter(|m| matches!(&m.key, TargetKey::Label(l) if picked.contains(l)))
+        .count();
+    assert_eq!(
+        edits.len(),
+        mentions + picked.len(),
+        "one edit per mention, one per \\label"
+    );
+    for e in &edits {
+        let was = &old_texts[&e.path][e.start..e.end];
+        assert!(picked.iter().any(|l| was == l), "edit of `{was}`");
+        assert_eq!(e.text, format!("{was}-renamed"));
+    }
+    eprintln!(
+        "relabelled {} labels: {} edits, {mentions} mentions",
+        picked.len(),
+        edits.len()
+    );
+    let new_texts = apply(&old_texts, &edits).expect("apply");
+    let changes: BTreeMap<PathBuf, (String, String)> = new_texts
+        .iter()
+        .map(|(p, new)| (p.clone(), (old_texts[p].clone(), new.clone())))
+        .collect();
+    let undo_root = dir.path().join("undo");
+    let record = commit(&changes, &undo_root).expect("commit");
+    // Re-parsed: every mention still resolves where it did, nothing new is broken.
+    let after_docs = parse(&main);
+    let after = resolutions(&after_docs[0]);
+    assert_eq!(after, before);
+    assert_eq!(
+        after.iter().filter(|r| r.2.is_none()).count(),
+        broken_before
+    );
+    assert!(
+        after_docs[0]
+            .mentions
+            .iter()
+            .all(|m| !matches!(&m.key, TargetKey::Label(l) if picked.contains(l)))
+    );
+    // Undo restores every file byte for byte.
+    assert_eq!(last_record(&undo_root), Some(record.clone()));
+    let restored = undo(&record).expect("undo");
+    assert_eq!(restored.len(), changes.len());
+    for (p, (old, _)) in &changes {
+        assert_eq!(&std::fs::read_to_string(p).expect("read"), old);
+    }
+}
+
+#[test]
+fn a_file_changed_since_reading_stops_the_commit_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.tex"), dir.path().join("b.tex"));
+    std::fs::write(&a, "one").expect("write");
+    std::fs::write(&b, "two").expect("write");
+    let mut changes = BTreeMap::new();
+    changes.insert(a.clone(), ("one".to_string(), "ONE".to_string()));
+    changes.insert(b.clone(), ("stale".to_string(), "TWO".to_string()));
+    assert!(commit(&changes, &dir.path().join("undo")).is_err());
+    assert_eq!(std::fs::read_to_string(&a).expect("read"), "one");
+    assert_eq!(std::fs::read_to_string(&b).expect("read"), "two");
+    assert!(last_record(&dir.path().join("undo")).is_none());
+}
