@@ -54,6 +54,8 @@ pub struct RetrieveConfig {
     pub weight_related: f64,
     /// Hops of `ledger impact`.
     pub impact_depth: usize,
+    /// Targets taken by embedding similarity when an instruction names no unit.
+    pub similar_targets: usize,
 }
 
 /// Settings of the store.

@@ -443,12 +443,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let g = retrieval::load(&graph)?;
             let out = retrieval::context(
+                &graph,
                 &g,
                 &target,
                 instruction.as_deref(),
                 doc.as_deref(),
                 budget.unwrap_or(config.retrieve.budget),
                 &config.retrieve,
+                &config.embed,
                 markdown,
             )?;
             println!("{}", out.trim_end());

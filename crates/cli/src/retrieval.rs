@@ -1,6 +1,6 @@
 //! `ledger context` and `ledger impact`: retrieval for an edit and impact sets, over a graph.
 
-use crate::config::RetrieveConfig;
+use crate::config::{EmbedConfig, RetrieveConfig};
 use anyhow::{Context as _, Result, bail};
 use ledger_retrieve::{Graph, Weights};
 use std::path::Path;
@@ -25,15 +25,76 @@ pub fn weights(config: &RetrieveConfig) -> Weights {
     }
 }
 
-/// `ledger context`: the targets (named, or found in the instruction), the packed context as
-/// JSON or Markdown, and tokens retrieved / document tokens on stderr.
+/// Targets for an instruction that names no unit: the `k` units whose summary embeddings are
+/// nearest to the instruction's, embedded with the model that made the graph's embeddings.
+pub fn targets_by_similarity(
+    path: &Path,
+    graph: &Graph,
+    instruction: &str,
+    doc: Option<&str>,
+    embed: &EmbedConfig,
+    k: usize,
+) -> Result<Vec<usize>> {
+    let semantic = ledger_store::read_embeddings(path)?;
+    if semantic.embeddings.is_empty() {
+        bail!(
+            "the graph has no embeddings to match the instruction against (indexed with --no-related?)"
+        );
+    }
+    let mut config = embed.clone();
+    config.summarizer = "extractive".into();
+    config.embedder = if semantic.model == ledger_embed::minilm::MODEL_NAME {
+        "minilm".into()
+    } else if semantic.model.starts_with("openai:") {
+        "openai".into()
+    } else {
+        "hash".into()
+    };
+    let models = crate::semantic::models(&config, None)?;
+    if models.embedder.model() != semantic.model {
+        bail!(
+            "the graph's embeddings come from {}, which this configuration cannot load",
+            semantic.model
+        );
+    }
+    let query = models
+        .embedder
+        .embed(&[instruction])?
+        .pop()
+        .context("no vector for the instruction")?;
+    let mut scored: Vec<(f32, usize)> = semantic
+        .embeddings
+        .iter()
+        .filter(|e| doc.is_none_or(|d| e.doc_id == d))
+        .filter_map(|e| {
+            let i = graph.index_of(&e.doc_id, &e.unit_id)?;
+            Some((ledger_embed::cosine(&query, &e.vector), i))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (score, i) in scored.iter().take(k) {
+        let u = &graph.units()[*i];
+        eprintln!(
+            "target by similarity: {}:{} (cosine {score:.3})",
+            u.doc_id, u.unit_id
+        );
+    }
+    Ok(scored.into_iter().take(k).map(|(_, i)| i).collect())
+}
+
+/// `ledger context`: the targets (named, mentioned in the instruction, or else the units most
+/// similar to it), the packed context as JSON or Markdown, and tokens retrieved / document
+/// tokens on stderr.
+#[allow(clippy::too_many_arguments)]
 pub fn context(
+    path: &Path,
     graph: &Graph,
     targets: &[String],
     instruction: Option<&str>,
     doc: Option<&str>,
     budget: usize,
     config: &RetrieveConfig,
+    embed: &EmbedConfig,
     markdown: bool,
 ) -> Result<String> {
     let mut found = Vec::new();
@@ -44,6 +105,9 @@ pub fn context(
         && let Some(text) = instruction
     {
         found = graph.targets_in(text, doc);
+        if found.is_empty() {
+            found = targets_by_similarity(path, graph, text, doc, embed, config.similar_targets)?;
+        }
     }
     if found.is_empty() {
         bail!(

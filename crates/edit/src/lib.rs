@@ -317,7 +317,17 @@ pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -
             return Err(e);
         }
     }
-    for s in &saved {
+    // Crash tests stop the process here, between two files.
+    let pause = std::env::var("LEDGER_EDIT_PAUSE_BETWEEN_FILES_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_millis);
+    for (k, s) in saved.iter().enumerate() {
+        if k > 0
+            && let Some(p) = pause
+        {
+            std::thread::sleep(p);
+        }
         let t = tmp(&s.path);
         std::fs::rename(&t, &s.path).map_err(io(&s.path))?;
         if let Some(dir) = s.path.parent() {
@@ -360,6 +370,17 @@ pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
         write_synced(&t, s.old.as_bytes())?;
         std::fs::rename(&t, &s.path).map_err(io(&s.path))?;
         restored.push(s.path.clone());
+    }
+    // New texts a crashed commit left aside.
+    for s in &saved {
+        if let (Some(dir), Some(name)) = (s.path.parent(), s.path.file_name()) {
+            let prefix = format!("{}.ledger-tmp-", name.to_string_lossy());
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
     }
     std::fs::remove_dir_all(record).map_err(io(record))?;
     Ok(restored)

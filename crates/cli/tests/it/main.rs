@@ -493,6 +493,25 @@ fn context_and_impact_from_a_graph() {
         "{lines} impacted, {n} direct links"
     );
     assert!(stdout(&o).contains(&format!("-> {unit}")), "{}", stdout(&o));
+    // An instruction that names no unit: the nearest summaries are the targets.
+    let o = ledger(&[
+        "context",
+        "--graph",
+        g,
+        "--budget",
+        "800",
+        "--instruction",
+        "explain the equational theories project and its magma laws",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr)
+            .matches("target by similarity")
+            .count(),
+        3,
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = ledger(&["impact", "--graph", g, "no-such-unit"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no unit `no-such-unit`"));
@@ -563,4 +582,75 @@ fn relabel_dry_run_apply_verify_and_undo() {
     let o = ledger(&["undo", p]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(snapshot(), original);
+}
+
+#[test]
+fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = dir.path().join("paper");
+    std::fs::create_dir(&paper).expect("mkdir");
+    let src = root().join("datasets/paper-equational-theories");
+    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
+        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
+    }
+    let p = paper.to_str().expect("utf8");
+    let read_all = || -> Vec<(PathBuf, String)> {
+        let mut v: Vec<_> = std::fs::read_dir(&paper)
+            .expect("read_dir")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "tex"))
+            .map(|e| (e.path(), std::fs::read_to_string(e.path()).expect("read")))
+            .collect();
+        v.sort();
+        v
+    };
+    let original = read_all();
+    // `automated-sec` is defined in one file and referred to from four others: five files change.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args(["relabel", "automated-sec", "sec:automated", p])
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EDIT_PAUSE_BETWEEN_FILES_MS", "60000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ledger relabel starts");
+    // Wait until the first file has its new text, then kill the process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while read_all() == original {
+        assert!(std::time::Instant::now() < deadline, "no file changed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let crashed = read_all();
+    let changed = crashed
+        .iter()
+        .zip(&original)
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        (1..5).contains(&changed),
+        "{changed} files changed before the crash"
+    );
+    for ((path, now), (_, old)) in crashed.iter().zip(&original) {
+        // Old, or the complete new text (the old with the label renamed), never a mix.
+        let new = old
+            .replace("{automated-sec}", "{sec:automated}")
+            .replace("automated-sec,", "sec:automated,")
+            .replace(",automated-sec", ",sec:automated");
+        assert!(
+            now == old || *now == new,
+            "{} is neither old nor new",
+            path.display()
+        );
+    }
+    let o = ledger(&["undo", p]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_all(), original);
+    let leftovers: Vec<_> = std::fs::read_dir(&paper)
+        .expect("read_dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".ledger-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
