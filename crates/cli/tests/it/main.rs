@@ -512,6 +512,25 @@ fn context_and_impact_from_a_graph() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // The same set through SQL: a recursive query over the `dependents` view.
+    let o = ledger(&["impact", "--graph", g, "--doc", doc, unit, "--depth", "3"]);
+    let deep = stdout(&o).lines().count();
+    let q = format!(
+        "WITH RECURSIVE impact(doc_id, unit_id, depth) AS ( \
+           SELECT dependent_doc, dependent_unit, 1 FROM dependents WHERE doc_id = '{doc}' AND unit_id = '{unit}' \
+           UNION SELECT d.dependent_doc, d.dependent_unit, i.depth + 1 FROM dependents d \
+             JOIN impact i ON d.doc_id = i.doc_id AND d.unit_id = i.unit_id WHERE i.depth < 3) \
+         SELECT COUNT(*) AS n FROM (SELECT DISTINCT doc_id, unit_id FROM impact \
+           WHERE NOT (doc_id = '{doc}' AND unit_id = '{unit}'))"
+    );
+    let o = ledger(&["sql", "--graph", g, "--format", "json", &q]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(
+        rows[0]["n"].as_u64(),
+        Some(deep as u64),
+        "SQL and `ledger impact` agree"
+    );
     let o = ledger(&["impact", "--graph", g, "no-such-unit"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no unit `no-such-unit`"));
