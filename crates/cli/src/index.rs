@@ -322,13 +322,7 @@ pub fn estimate(job: &IndexJob, stage: &Stage) -> Result<()> {
         .flatten()
         {
             if let Ok(p) = Part::read(job.parts, k) {
-                for j in p.doc.judgments {
-                    if j.judge == judge.name()
-                        && matches!(j.outcome, ledger_core::JudgmentOutcome::Verdicts(_))
-                    {
-                        cache.insert(j.cache_key.clone(), j);
-                    }
-                }
+                cache.extend(p.judgment_cache(judge.name()));
                 break;
             }
         }

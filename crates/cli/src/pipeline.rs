@@ -65,6 +65,16 @@ impl Part {
         judged && summarised
     }
 
+    /// Its successful judgments by `judge`, by cache key: what a later run may reuse.
+    pub fn judgment_cache(&self, judge: &str) -> Cache {
+        self.doc
+            .judgments
+            .iter()
+            .filter(|j| j.judge == judge && matches!(j.outcome, JudgmentOutcome::Verdicts(_)))
+            .map(|j| (j.cache_key.clone(), j.clone()))
+            .collect()
+    }
+
     /// Reads part `key` from `store`.
     pub fn read(store: &PartStore, key: &str) -> Result<Part> {
         let (doc, semantic) = store
@@ -232,17 +242,7 @@ impl Stage {
         if let Some(judge) = self.judge.as_deref() {
             let cache: Cache = previous
                 .filter(|_| judge.reusable())
-                .map(|p| {
-                    p.doc
-                        .judgments
-                        .iter()
-                        .filter(|j| {
-                            j.judge == judge.name()
-                                && matches!(j.outcome, JudgmentOutcome::Verdicts(_))
-                        })
-                        .map(|j| (j.cache_key.clone(), j.clone()))
-                        .collect()
-                })
+                .map(|p| p.judgment_cache(judge.name()))
                 .unwrap_or_default();
             report.depends = ledger_llm::depends::judge_corpus(
                 &mut docs,

@@ -102,6 +102,15 @@ impl Env {
         })
     }
 
+    /// Waits (up to a minute) until `n` jobs are ready in this test's queue.
+    fn wait_for_jobs(&self, n: u32) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.depth() < n {
+            assert!(Instant::now() < deadline, "jobs not published");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The dead letters of this test's queue.
     fn dead_letters(&self) -> Vec<ledger_queue::DeadLetter> {
         runtime().block_on(async {
@@ -331,11 +340,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
     let coordinator = env.coordinator(&input, &out, &["--max-attempts", "2"]);
     // Once the jobs are published, one document changes under the workers' feet: its job can
     // never produce the part the coordinator expects.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while env.depth() < 3 {
-        assert!(Instant::now() < deadline, "jobs not published");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    env.wait_for_jobs(3);
     let poison = input.join("paper-equational-theories/main.tex");
     let text = std::fs::read_to_string(&poison).expect("read");
     std::fs::write(&poison, format!("{text}\n% edited\n")).expect("write");
@@ -471,11 +476,7 @@ fn a_second_coordinator_on_the_same_graph_stops() {
     let out = dir.path().join("graph");
     // The first coordinator publishes and waits: no worker yet.
     let first = env.coordinator(&input, &out, &[]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while env.depth() < 3 {
-        assert!(Instant::now() < deadline, "jobs not published");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    env.wait_for_jobs(3);
     let second = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(60));
     assert!(!second.status.success());
     let err = String::from_utf8_lossy(&second.stderr);

@@ -207,20 +207,17 @@ fn a_real_llama_server_judges_depends() {
     std::fs::write(&input, SMALL).expect("write");
     let graph = dir.path().join("graph");
     let (input, out) = (input.to_str().expect("utf8"), graph.to_str().expect("utf8"));
+    let index = [
+        "index",
+        input,
+        "--out",
+        out,
+        "--no-related",
+        "--judge",
+        "llm",
+    ];
     let started = Instant::now();
-    let o = ledger_llm(
-        &url,
-        "smollm2",
-        &[
-            "index",
-            input,
-            "--out",
-            out,
-            "--no-related",
-            "--judge",
-            "llm",
-        ],
-    );
+    let o = ledger_llm(&url, "smollm2", &index);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     eprintln!("{}in {:.1} s", stdout(&o), started.elapsed().as_secs_f64());
     let runs = sql(&graph, RUNS);
@@ -240,19 +237,7 @@ fn a_real_llama_server_judges_depends() {
     assert!(ok.as_array().map_or(0, Vec::len) as u64 + failed == units);
     assert!(failed * 2 <= units, "{failed} of {units} failed: {first}");
     // The rerun sends requests for the failed units only (at most three attempts each).
-    let o = ledger_llm(
-        &url,
-        "smollm2",
-        &[
-            "index",
-            input,
-            "--out",
-            out,
-            "--no-related",
-            "--judge",
-            "llm",
-        ],
-    );
+    let o = ledger_llm(&url, "smollm2", &index);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let runs = sql(&graph, RUNS);
     let second = &runs[1];

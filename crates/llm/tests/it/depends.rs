@@ -14,16 +14,20 @@ fn corpora() -> PathBuf {
         })
 }
 
-pub(crate) fn blueprint() -> Document {
-    let path = corpora().join("carleson-blueprint/print.tex");
-    let (sources, diags) = ledger_parse::discover(std::slice::from_ref(&path));
+/// The documents of `path`, parsed (no token counts) and resolved.
+pub(crate) fn parsed(path: &std::path::Path) -> Vec<Document> {
+    let (sources, diags) = ledger_parse::discover(&[path.to_path_buf()]);
     assert!(diags.is_empty(), "{diags:?}");
     let mut docs: Vec<Document> = sources
         .iter()
         .map(|s| ledger_parse::parse(s, None))
         .collect();
     ledger_parse::resolve_corpus(&mut docs);
-    docs.remove(0)
+    docs
+}
+
+pub(crate) fn blueprint() -> Document {
+    parsed(&corpora().join("carleson-blueprint/print.tex")).remove(0)
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The LLM DEPENDS judge against the local test server: one request per unit, nothing on a
 //! rerun, failures recorded and judged again, no verdict invented.
 
-use crate::depends::blueprint;
+use crate::depends::{blueprint, parsed};
 use crate::server::{Behaviour, FakeServer};
 use ledger_core::{Document, JudgmentOutcome};
 use ledger_llm::depends::{Cache, DocContext, LlmJudge, estimate, judge_corpus, tasks};
@@ -57,13 +57,7 @@ fn small() -> Vec<Document> {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("small.tex");
     std::fs::write(&path, SMALL).expect("write");
-    let (sources, diags) = ledger_parse::discover(&[path]);
-    assert!(diags.is_empty(), "{diags:?}");
-    let mut docs: Vec<Document> = sources
-        .iter()
-        .map(|s| ledger_parse::parse(s, None))
-        .collect();
-    ledger_parse::resolve_corpus(&mut docs);
+    let docs = parsed(&path);
     let _ = std::fs::remove_dir_all(&dir);
     docs
 }
