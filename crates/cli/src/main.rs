@@ -13,6 +13,7 @@ mod semantic;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use ledger_parse::regions::RegionKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -115,8 +116,9 @@ enum Command {
         #[arg(long)]
         depth: Option<usize>,
     },
-    /// Rename a LaTeX label and every reference to it, of every kind, across PATH...; prints the
-    /// unified diff, verifies the result before writing, and writes all files or none.
+    /// Rename a LaTeX label or Markdown anchor and every reference to it, of every kind, across
+    /// PATH...; prints the unified diff, verifies the result before writing, and writes all files
+    /// or none.
     Relabel {
         /// The label now.
         old: String,
@@ -126,6 +128,106 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Print the diff only.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Rename a term across every file under PATH...: whole words, case variants and simple
+    /// plurals, in prose only unless `--include` names more; links to headings whose anchors
+    /// change follow. Prints the diff, verifies, writes all files or none.
+    RenameTerm {
+        /// The term now.
+        old: String,
+        /// The new term.
+        new: String,
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Other regions to rename in too: code, math, urls (comma-separated).
+        #[arg(long, value_delimiter = ',', value_parser = parse_region)]
+        include: Vec<RegionKind>,
+        /// Print the diff and verify only.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Insert LaTeX or Markdown source before a unit; prose numbers that shift ("Section 3.2")
+    /// are rewritten. Prints the diff, verifies, writes all files or none.
+    Insert {
+        /// The unit the text goes before: id, label, or prose such as "Section 2".
+        #[arg(long)]
+        before: String,
+        /// The source text to insert (`-` reads standard input).
+        #[arg(long)]
+        text: String,
+        /// The document, when the unit's name repeats across documents.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the diff and verify only.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Delete a unit with everything it contains; prose numbers that shift are rewritten and
+    /// references to the deleted unit are reported (the edit is refused unless --force).
+    Delete {
+        /// The unit: id, label, or prose such as "Figure 3".
+        unit: String,
+        /// The document, when the unit's name repeats across documents.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the diff and verify only.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write even though references to the deleted unit will be broken (they are listed).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Move a unit (with everything it contains) before another unit of the same file; prose
+    /// numbers that shift are rewritten.
+    Move {
+        /// The unit moved: id, label, or prose.
+        unit: String,
+        /// The unit it goes before.
+        #[arg(long)]
+        before: String,
+        /// The document, when names repeat across documents.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the diff and verify only.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Edit with an LLM: retrieval for the targets, the model's replacements for the targets
+    /// and the dependents that must change (structured output from the `[llm]` endpoint),
+    /// applied in memory and verified; on findings one repair round; written only if verified.
+    Edit {
+        /// The graph of PATH... (from `ledger index`).
+        #[arg(long)]
+        graph: PathBuf,
+        /// What to change.
+        #[arg(long)]
+        instruction: String,
+        /// A unit id, a label, or prose such as "Theorem 2" (repeatable); else the units the
+        /// instruction mentions or is nearest to.
+        #[arg(long)]
+        target: Vec<String>,
+        /// The document, when ids or numbers repeat across documents.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Token budget of the context (default `retrieve.budget`).
+        #[arg(long)]
+        budget: Option<usize>,
+        /// Files or folders, as for `index`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the diff and verify only.
         #[arg(long)]
         dry_run: bool,
     },
@@ -429,6 +531,103 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        Command::RenameTerm {
+            old,
+            new,
+            paths,
+            include,
+            dry_run,
+        } => {
+            let refused = edit::rename_term(&paths, &config.index, &old, &new, &include, dry_run)?;
+            Ok(if refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Insert {
+            before,
+            text,
+            doc,
+            paths,
+            dry_run,
+        } => {
+            let text = if text == "-" {
+                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+            } else {
+                text
+            };
+            let edit = edit::Structural::Insert {
+                before: &before,
+                text,
+            };
+            let refused =
+                edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
+            Ok(if refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Delete {
+            unit,
+            doc,
+            paths,
+            dry_run,
+            force,
+        } => {
+            let edit = edit::Structural::Delete { unit: &unit };
+            let refused =
+                edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, force)?;
+            Ok(if refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Move {
+            unit,
+            before,
+            doc,
+            paths,
+            dry_run,
+        } => {
+            let edit = edit::Structural::Move {
+                unit: &unit,
+                before: &before,
+            };
+            let refused =
+                edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
+            Ok(if refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Edit {
+            graph,
+            instruction,
+            target,
+            doc,
+            budget,
+            paths,
+            dry_run,
+        } => {
+            let args = edit::LlmEdit {
+                graph: &graph,
+                instruction: &instruction,
+                targets: &target,
+                doc: doc.as_deref(),
+                budget: budget.unwrap_or(config.retrieve.budget),
+                dry_run,
+            };
+            let refused = edit::llm_edit(&paths, &config, args)?;
+            Ok(if refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Undo { path } => {
             edit::undo(&path)?;
             Ok(ExitCode::SUCCESS)
@@ -502,5 +701,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench::run(which)?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// A region kind named on the command line.
+fn parse_region(name: &str) -> Result<RegionKind, String> {
+    match RegionKind::parse(name) {
+        Some(RegionKind::Label | RegionKind::LinkTarget) => Err(format!(
+            "`{name}`: labels and link targets are renamed with `ledger relabel`, which updates their referrers"
+        )),
+        Some(k) => Ok(k),
+        None => Err(format!("`{name}`: expected code, math or urls")),
     }
 }

@@ -25,21 +25,15 @@ pub fn weights(config: &RetrieveConfig) -> Weights {
     }
 }
 
-/// Targets for an instruction that names no unit: the `k` units whose summary embeddings are
-/// nearest to the instruction's, embedded with the model that made the graph's embeddings.
-pub fn targets_by_similarity(
+/// The embedder that made the graph's embeddings (loaded with this configuration), and those
+/// embeddings.
+pub fn graph_embedder(
     path: &Path,
-    graph: &Graph,
-    instruction: &str,
-    doc: Option<&str>,
     embed: &EmbedConfig,
-    k: usize,
-) -> Result<Vec<usize>> {
+) -> Result<(Box<dyn ledger_embed::Embedder>, ledger_core::Semantic)> {
     let semantic = ledger_store::read_embeddings(path)?;
     if semantic.embeddings.is_empty() {
-        bail!(
-            "the graph has no embeddings to match the instruction against (indexed with --no-related?)"
-        );
+        bail!("the graph has no embeddings to compare with (indexed with --no-related?)");
     }
     let mut config = embed.clone();
     config.summarizer = "extractive".into();
@@ -57,8 +51,21 @@ pub fn targets_by_similarity(
             semantic.model
         );
     }
-    let query = models
-        .embedder
+    Ok((models.embedder, semantic))
+}
+
+/// Targets for an instruction that names no unit: the `k` units whose summary embeddings are
+/// nearest to the instruction's, embedded with the model that made the graph's embeddings.
+pub fn targets_by_similarity(
+    path: &Path,
+    graph: &Graph,
+    instruction: &str,
+    doc: Option<&str>,
+    embed: &EmbedConfig,
+    k: usize,
+) -> Result<Vec<usize>> {
+    let (embedder, semantic) = graph_embedder(path, embed)?;
+    let query = embedder
         .embed(&[instruction])?
         .pop()
         .context("no vector for the instruction")?;
@@ -82,21 +89,17 @@ pub fn targets_by_similarity(
     Ok(scored.into_iter().take(k).map(|(_, i)| i).collect())
 }
 
-/// `ledger context`: the targets (named, mentioned in the instruction, or else the units most
-/// similar to it), the packed context as JSON or Markdown, and tokens retrieved / document
-/// tokens on stderr.
-#[allow(clippy::too_many_arguments)]
-pub fn context(
+/// The targets of an edit: the units named, else those the instruction mentions, else the units
+/// most similar to the instruction.
+pub fn pick_targets(
     path: &Path,
     graph: &Graph,
     targets: &[String],
     instruction: Option<&str>,
     doc: Option<&str>,
-    budget: usize,
     config: &RetrieveConfig,
     embed: &EmbedConfig,
-    markdown: bool,
-) -> Result<String> {
+) -> Result<Vec<usize>> {
     let mut found = Vec::new();
     for t in targets {
         found.push(graph.find(t, doc)?);
@@ -114,6 +117,25 @@ pub fn context(
             "no target: name one with --target (a unit id, a label, or \"Theorem 2\"), or mention one in --instruction"
         );
     }
+    Ok(found)
+}
+
+/// `ledger context`: the targets (named, mentioned in the instruction, or else the units most
+/// similar to it), the packed context as JSON or Markdown, and tokens retrieved / document
+/// tokens on stderr.
+#[allow(clippy::too_many_arguments)]
+pub fn context(
+    path: &Path,
+    graph: &Graph,
+    targets: &[String],
+    instruction: Option<&str>,
+    doc: Option<&str>,
+    budget: usize,
+    config: &RetrieveConfig,
+    embed: &EmbedConfig,
+    markdown: bool,
+) -> Result<String> {
+    let found = pick_targets(path, graph, targets, instruction, doc, config, embed)?;
     let c = graph.context(&found, budget, &weights(config), config.depth);
     eprintln!(
         "context: {} units, {} tokens of a {} budget = {:.1}% of the document's {} tokens ({} linked units left out)",

@@ -1,5 +1,5 @@
 //! Deterministic edits of document sources: byte-range [`Replacement`]s computed from parsed
-//! documents ([`relabel`]), applied in memory ([`apply`]), shown as unified diffs ([`diff`]), and
+//! documents ([`relabel`], [`rename_term`]), applied in memory ([`apply`]), shown as unified diffs ([`diff`]), and
 //! written atomically with an undo record ([`commit`], [`undo`]).
 //!
 //! Nothing is written before the caller has verified the edited text; [`commit`] then changes
@@ -7,9 +7,17 @@
 //! the undo record, and only then renamed into place, so a crash leaves each file old or new and
 //! the record restores the old.
 
-use ledger_core::{Document, Resolution, TargetKey};
+mod relabel;
+mod structure;
+mod term;
+mod verify;
+
+pub use relabel::{anchor_links, relabel};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+pub use structure::{Op, UnitAt, find_unit, renumber, structural};
+pub use term::{Left, TermRename, rename_term};
+pub use verify::{Finding, FindingKind, verify};
 
 /// Errors of edits.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +57,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EditError + '_ {
 }
 
 /// One byte range of one file replaced by new text.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Replacement {
     /// The file, as the documents name it.
     pub path: PathBuf,
@@ -59,148 +67,9 @@ pub struct Replacement {
     pub end: usize,
     /// The new text.
     pub text: String,
-}
-
-/// Whether `label` can be a LaTeX label key.
-fn valid_label(label: &str) -> bool {
-    !label.is_empty()
-        && !label
-            .chars()
-            .any(|c| c.is_whitespace() || matches!(c, '{' | '}' | ',' | '#' | '%' | '\\'))
-}
-
-/// The byte ranges of `key` as a whole key (bounded by braces, commas or spaces) in `text`.
-fn key_ranges(text: &str, key: &str, from: usize, to: usize) -> Vec<(usize, usize)> {
-    let window = &text[from..to];
-    let is_bound =
-        |c: Option<char>| c.is_none_or(|c| matches!(c, '{' | '}' | ',' | ' ' | '\t' | '\n' | '\r'));
-    window
-        .match_indices(key)
-        .filter(|(i, _)| {
-            is_bound(window[..*i].chars().next_back())
-                && is_bound(window[i + key.len()..].chars().next())
-        })
-        .map(|(i, _)| (from + i, from + i + key.len()))
-        .collect()
-}
-
-/// The replacements that rename LaTeX label `old` to `new`: its `\label{…}` definition and every
-/// mention of every kind that resolves to it (`\ref`, `\eqref`, `\cref` lists, `\uses`, user
-/// macros wrapping them, `\externaldocument`-prefixed keys in other documents). `texts` holds
-/// every file of `docs` as read.
-pub fn relabel(
-    docs: &[Document],
-    texts: &BTreeMap<PathBuf, String>,
-    old: &str,
-    new: &str,
-) -> Result<Vec<Replacement>> {
-    if !valid_label(new) {
-        return Err(EditError::Invalid(format!(
-            "`{new}` cannot be a LaTeX label"
-        )));
-    }
-    let owners: Vec<&Document> = docs
-        .iter()
-        .filter(|d| {
-            d.units
-                .iter()
-                .any(|u| u.labels.iter().any(|(l, _)| l == old))
-        })
-        .collect();
-    let owner = match owners.as_slice() {
-        [one] => *one,
-        [] => {
-            return Err(EditError::Invalid(format!(
-                "no \\label{{{old}}} in these documents"
-            )));
-        }
-        many => {
-            return Err(EditError::Invalid(format!(
-                "\\label{{{old}}} is defined in several documents: {}",
-                many.iter()
-                    .map(|d| d.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-    };
-    if owner
-        .units
-        .iter()
-        .any(|u| u.labels.iter().any(|(l, _)| l == new))
-    {
-        return Err(EditError::Invalid(format!(
-            "\\label{{{new}}} already exists in {}",
-            owner.id
-        )));
-    }
-    let text_of = |path: &Path| {
-        texts
-            .get(path)
-            .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))
-    };
-    let mut out = Vec::new();
-    // The definition: `\label{old}` in the owner's files.
-    let definition = regex::Regex::new(&format!(r"\\label\s*\{{\s*({})\s*\}}", regex::escape(old)))
-        .map_err(|e| EditError::Invalid(e.to_string()))?;
-    for f in &owner.files {
-        let path = PathBuf::from(f);
-        let text = text_of(&path)?;
-        for c in definition.captures_iter(text) {
-            if let Some(m) = c.get(1) {
-                out.push(Replacement {
-                    path: path.clone(),
-                    start: m.start(),
-                    end: m.end(),
-                    text: new.to_string(),
-                });
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err(EditError::Invalid(format!(
-            "\\label{{{old}}} is known but not written literally in {} (made by a macro?)",
-            owner.id
-        )));
-    }
-    // Every mention resolving to the owner's unit through key `old` (or `prefix + old`).
-    for doc in docs {
-        for m in &doc.mentions {
-            let TargetKey::Label(key) = &m.key else {
-                continue;
-            };
-            let Some(prefix) = key.strip_suffix(old) else {
-                continue;
-            };
-            let to_owner = match &m.resolution {
-                Resolution::Resolved { doc: d, .. } => d == &owner.id,
-                _ => false,
-            };
-            if !to_owner {
-                continue;
-            }
-            let path = PathBuf::from(doc.files.get(m.file).cloned().unwrap_or_default());
-            let text = text_of(&path)?;
-            let ranges = key_ranges(text, key, m.start_byte, m.end_byte.min(text.len()));
-            let [(start, end)] = ranges.as_slice() else {
-                return Err(EditError::Invalid(format!(
-                    "{}:{}: cannot locate `{key}` in `{}` exactly once",
-                    path.display(),
-                    m.line,
-                    m.text
-                )));
-            };
-            out.push(Replacement {
-                path,
-                start: *start,
-                end: *end,
-                text: format!("{prefix}{new}"),
-            });
-        }
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
+    /// For text moved within the file: the start byte of the range it was cut from (that range
+    /// is another replacement, with empty text). Verification follows moved units through it.
+    pub moved_from: Option<usize>,
 }
 
 /// `texts` with `edits` applied; overlapping edits are an error.

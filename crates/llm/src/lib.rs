@@ -8,10 +8,12 @@
 
 pub mod client;
 pub mod depends;
+pub mod editor;
 pub mod embeddings;
 pub mod summaries;
 
 pub use client::{Client, Endpoint, Usage, UsageSnapshot};
+pub use editor::LlmEditor;
 pub use embeddings::OpenAiEmbedder;
 pub use summaries::LlmSummarizer;
 

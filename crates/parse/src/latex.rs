@@ -1896,7 +1896,7 @@ fn bib_entries(text: &str) -> Vec<(usize, usize, String, String)> {
 const ENUM_COUNTERS: [&str; 4] = ["enumi", "enumii", "enumiii", "enumiv"];
 
 /// `Some((per_line, numbered))` for display-math environments.
-fn math_env(name: &str) -> Option<(bool, bool)> {
+pub(crate) fn math_env(name: &str) -> Option<(bool, bool)> {
     match name {
         "equation" | "multline" | "dmath" => Some((false, true)),
         "align" | "gather" | "flalign" | "alignat" | "eqnarray" | "xalignat" => Some((true, true)),
@@ -1921,7 +1921,7 @@ fn theorem_prefix(display: &str) -> String {
     }
 }
 
-fn is_cite(name: &str) -> bool {
+pub(crate) fn is_cite(name: &str) -> bool {
     // Most commands are not citations: skip the regex for them.
     if !name.contains("cite") && !name.contains("Cite") {
         return false;
@@ -1934,7 +1934,7 @@ fn is_cite(name: &str) -> bool {
 
 /// Commands whose arguments are not prose, with the number of brace arguments each takes
 /// (after its optional ones): they open no paragraph and their arguments are skipped.
-fn non_text_args(name: &str) -> Option<usize> {
+pub(crate) fn non_text_args(name: &str) -> Option<usize> {
     Some(match name {
         "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures"
         | "listoftables" | "clearpage" | "cleardoublepage" | "newpage" | "centering"
@@ -2034,7 +2034,7 @@ pub(crate) fn arg(text: &str, i: usize) -> Option<(&str, usize)> {
 }
 
 /// The optional `[...]` group at `i` (after optional spaces), and the index after it.
-fn opt(text: &str, i: usize) -> (Option<String>, usize) {
+pub(crate) fn opt(text: &str, i: usize) -> (Option<String>, usize) {
     let bytes = text.as_bytes();
     let mut k = i;
     while k < bytes.len() && matches!(bytes[k], b' ' | b'\t') {

@@ -13,6 +13,7 @@ mod counters;
 mod latex;
 mod markdown;
 pub mod prose;
+pub mod regions;
 mod resolve;
 pub mod tokens;
 

@@ -37,7 +37,7 @@ static PROSE: LazyLock<Regex> = LazyLock::new(|| {
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(NUM).expect("number regex is valid"));
 
 /// The family a prose word names, or `None` when the word is not a reference word.
-fn family(word: &str) -> Option<&'static str> {
+pub fn family(word: &str) -> Option<&'static str> {
     let w = word.trim_end_matches('.').to_ascii_lowercase();
     let w = w.as_str();
     Some(match w {

@@ -2,6 +2,7 @@
 //! files read by pyarrow and DuckDB as they are.
 
 mod distributed;
+mod edits;
 mod judge;
 #[path = "../../../llm/tests/it/server.rs"]
 #[allow(dead_code)]

@@ -163,3 +163,162 @@ fn a_file_changed_since_reading_stops_the_commit_and_nothing_is_written() {
     assert_eq!(std::fs::read_to_string(&b).expect("read"), "two");
     assert!(last_record(&dir.path().join("undo")).is_none());
 }
+
+/// Occurrences of `workspace(s)` in one Markdown file, found line by line with regular
+/// expressions (not with the parser the edit uses): outside fenced code, HTML lines, inline
+/// code, link destinations and definitions, URLs, `{{#…}}`/`{#…}`, and reference links whose
+/// text is their label; whole words in lower, Title or UPPER case, not inside a path or name.
+fn expected_workspace_lines(text: &str) -> BTreeMap<usize, Vec<String>> {
+    let re = |p: &str| regex::Regex::new(p).expect("valid");
+    let (code, link_dest, url, directive, tag, definition) = (
+        re(r"`+[^`]*`+"),
+        re(r"\]\([^)]*\)"),
+        re(r"<?(?:https?://|www\.)[^\s>)]+>?"),
+        re(r"\{\{#[^}]*\}\}|\{#[^}]*\}"),
+        re(r"<[^>]+>"),
+        re(r"^\s*\[([^\]]+)\]:"),
+    );
+    let defined: Vec<String> = text
+        .lines()
+        .filter_map(|l| definition.captures(l).map(|c| c[1].to_lowercase()))
+        .collect();
+    let shortcut = re(r"\[([^\]]+)\](\[\])?");
+    let word = re(r"(?i)\b(workspaces|workspace)\b");
+    let mut out = BTreeMap::new();
+    let mut fence: Option<char> = None;
+    let mut html_skip: Option<&str> = None;
+    let inline_html =
+        re(r"<!--.*?-->|<pre[^>]*>.*?</pre>|<(code|kbd|samp)[^>]*>.*?</(code|kbd|samp)>");
+    for (k, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if let Some(f) = fence {
+            if t.starts_with(&format!("{f}{f}{f}")) {
+                fence = None;
+            }
+            continue;
+        }
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fence = t.chars().next();
+            continue;
+        }
+        if definition.is_match(line) {
+            continue;
+        }
+        // Raw HTML: comments and <pre> blocks are not prose, nor is <code>/<kbd>/<samp> text.
+        let mut l = line.to_string();
+        if html_skip.is_some() {
+            let end = html_skip.take().expect("set");
+            match l.find(end) {
+                Some(k) => l = " ".repeat(k + end.len()) + &l[k + end.len()..],
+                None => {
+                    html_skip = Some(end);
+                    continue;
+                }
+            }
+        }
+        l = code
+            .replace_all(&l, |c: &regex::Captures| " ".repeat(c[0].len()))
+            .into_owned();
+        l = inline_html
+            .replace_all(&l, |c: &regex::Captures| " ".repeat(c[0].len()))
+            .into_owned();
+        for (open, close) in [("<!--", "-->"), ("<pre", "</pre>")] {
+            if let Some(k) = l.find(open) {
+                l = l[..k].to_string();
+                html_skip = Some(close);
+            }
+        }
+        for r in [&code, &link_dest, &url, &directive, &tag] {
+            l = r
+                .replace_all(&l, |c: &regex::Captures| " ".repeat(c[0].len()))
+                .into_owned();
+        }
+        // `[text]` / `[text][]` whose text names a definition: the text is the label.
+        l = shortcut
+            .replace_all(&l, |c: &regex::Captures| {
+                let end = c.get(0).map_or(0, |m| m.end());
+                let next = line[end..].chars().next();
+                if defined.contains(&c[1].to_lowercase()) && next != Some('(') && next != Some('[')
+                {
+                    " ".repeat(c[0].len())
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned();
+        for m in word.find_iter(&l) {
+            let w = m.as_str();
+            let cased = w == w.to_lowercase()
+                || w == w.to_uppercase()
+                || w[..1] == w[..1].to_uppercase() && w[1..] == w[1..].to_lowercase();
+            let prev = l[..m.start()].chars().rev().take(2).collect::<Vec<_>>();
+            let next = l[m.end()..].chars().take(2).collect::<Vec<_>>();
+            let in_name = matches!(prev.as_slice(), [p, c, ..] if "/\\.-@".contains(*p) && c.is_alphanumeric())
+                || matches!(next.first(), Some('/' | '@'))
+                || matches!(next.as_slice(), ['.' | '-', c, ..] if c.is_alphanumeric());
+            if cased && !in_name {
+                out.entry(k + 1)
+                    .or_insert_with(Vec::new)
+                    .push(w.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn renaming_a_term_across_the_cargo_book_changes_exactly_the_expected_occurrences() {
+    let docs = parse(&corpora().join("cargo-book/doc/book/src"));
+    let texts = texts(&docs);
+    let found =
+        ledger_edit::rename_term(&docs, &texts, "workspace", "project group", &[]).expect("rename");
+    // What the edit changes, per file and line, as the words it replaces.
+    let mut got: BTreeMap<(PathBuf, usize), Vec<String>> = BTreeMap::new();
+    for r in &found.replacements {
+        let text = &texts[&r.path];
+        let line = text[..r.start].matches('\n').count() + 1;
+        got.entry((r.path.clone(), line))
+            .or_default()
+            .push(text[r.start..r.end].to_string());
+    }
+    let mut expected: BTreeMap<(PathBuf, usize), Vec<String>> = BTreeMap::new();
+    for (path, text) in &texts {
+        for (line, words) in expected_workspace_lines(text) {
+            expected.insert((path.clone(), line), words);
+        }
+    }
+    let only_got: Vec<_> = got
+        .iter()
+        .filter(|(k, v)| expected.get(*k) != Some(v))
+        .collect();
+    let only_expected: Vec<_> = expected
+        .iter()
+        .filter(|(k, v)| got.get(*k) != Some(v))
+        .collect();
+    assert!(
+        only_got.is_empty() && only_expected.is_empty(),
+        "edit only: {only_got:#?}\nexpected only: {only_expected:#?}"
+    );
+    let total: usize = got.values().map(Vec::len).sum();
+    let files: std::collections::BTreeSet<_> = got.keys().map(|k| &k.0).collect();
+    println!(
+        "{total} occurrences on {} lines in {} files; {} left alone",
+        got.len(),
+        files.len(),
+        found.left.len()
+    );
+    assert!(
+        total > 300 && files.len() > 30,
+        "{total} in {}",
+        files.len()
+    );
+    // Casings and plurals follow the term.
+    let edited = apply(&texts, &found.replacements).expect("apply");
+    let all: String = edited.values().cloned().collect();
+    for form in ["project groups", "Project group", "Project groups"] {
+        assert!(all.contains(form), "{form}");
+    }
+    // Code keeps the old word: `[workspace]` tables, `--workspace` flags.
+    assert!(found.left.iter().any(|l| l.reason == "code"));
+    assert!(all.contains("[workspace]"));
+}

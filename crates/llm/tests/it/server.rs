@@ -35,6 +35,8 @@ pub struct FakeServer {
     script: Arc<Mutex<VecDeque<Behaviour>>>,
     #[allow(dead_code)] // set by the CLI's distributed tests
     delay_ms: Arc<AtomicUsize>,
+    edits: Arc<Mutex<VecDeque<String>>>,
+    requests: Arc<Mutex<Vec<String>>>,
 }
 
 impl FakeServer {
@@ -43,8 +45,11 @@ impl FakeServer {
         let hits = Arc::new(AtomicUsize::new(0));
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let delay_ms = Arc::new(AtomicUsize::new(0));
+        let edits = Arc::new(Mutex::new(VecDeque::new()));
+        let requests = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let (h, s, d) = (hits.clone(), script.clone(), delay_ms.clone());
+        let (e, r) = (edits.clone(), requests.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -60,8 +65,9 @@ impl FakeServer {
                         continue;
                     };
                     let (h, s, d) = (h.clone(), s.clone(), d.clone());
+                    let (e, r) = (e.clone(), r.clone());
                     tokio::spawn(async move {
-                        let _ = serve(socket, h, s, d).await;
+                        let _ = serve(socket, h, s, d, e, r).await;
                     });
                 }
             });
@@ -72,7 +78,24 @@ impl FakeServer {
             hits,
             script,
             delay_ms,
+            edits,
+            requests,
         }
+    }
+
+    /// Queues the contents of the next answers to edit requests (schema `edits`).
+    #[allow(dead_code)] // used by the CLI's edit tests
+    pub fn answer_edits(&self, contents: &[String]) {
+        self.edits
+            .lock()
+            .expect("edits")
+            .extend(contents.iter().cloned());
+    }
+
+    /// The bodies of every edit request received, in order.
+    #[allow(dead_code)] // used by the CLI's edit tests
+    pub fn edit_requests(&self) -> Vec<String> {
+        self.requests.lock().expect("requests").clone()
     }
 
     /// Makes every answer wait `ms` milliseconds (a slow model).
@@ -125,6 +148,8 @@ async fn serve(
     hits: Arc<AtomicUsize>,
     script: Arc<Mutex<VecDeque<Behaviour>>>,
     delay_ms: Arc<AtomicUsize>,
+    edits: Arc<Mutex<VecDeque<String>>>,
+    requests: Arc<Mutex<Vec<String>>>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -216,6 +241,24 @@ async fn serve(
             let body = serde_json::json!({
                 "object": "list", "model": body["model"], "data": data,
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
+            });
+            reply("200 OK", "", &body.to_string())
+        }
+        Behaviour::Ok
+            if path.ends_with("/chat/completions")
+                && body["response_format"]["json_schema"]["name"] == "edits" =>
+        {
+            requests.lock().expect("requests").push(body.to_string());
+            let content = edits
+                .lock()
+                .expect("edits")
+                .pop_front()
+                .unwrap_or_else(|| r#"{"edits": [], "note": "nothing"}"#.to_string());
+            let body = serde_json::json!({
+                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340}
             });
             reply("200 OK", "", &body.to_string())
         }

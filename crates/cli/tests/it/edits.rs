@@ -1,0 +1,345 @@
+//! Bulk and structural edits through the binary: rename-term on the cargo-book, insert and
+//! delete with prose renumbering on a paper with hand-checked numbers and on a shared paper.
+
+use super::{corpora, ledger, root, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+/// Every file under `dir` (undo records excluded) with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if e.file_name() == ".ledger-undo" {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The summary line of `ledger verify` (references, broken, ambiguous).
+fn verify_summary(p: &str) -> String {
+    let o = ledger(&["verify", p, "--no-diagnostics"]);
+    stderr(&o).lines().last().unwrap_or_default().to_string()
+}
+
+#[test]
+fn rename_term_across_the_cargo_book_keeps_every_link_and_undo_restores() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = dir.path().join("src");
+    copy_dir(&corpora().join("cargo-book/doc/book/src"), &book);
+    let p = book.to_str().expect("utf8");
+    let original = snapshot(&book);
+    let before = verify_summary(p);
+    let o = ledger(&["rename-term", "workspace", "project group", p]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("verified and written"), "{err}");
+    let diff = stdout(&o);
+    assert!(
+        diff.contains("+Project groups") || diff.contains("+# Project groups"),
+        "{diff}"
+    );
+    let edited = snapshot(&book);
+    assert_ne!(edited, original);
+    // No link or anchor broke: the same references resolve (ledger verify's summary).
+    assert_eq!(verify_summary(p), before, "{err}");
+    // Headings that contained the term got new anchors; the links to them followed.
+    let links: usize = err
+        .split(" links to renamed headings")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("summary line");
+    println!("{err}");
+    assert!(links > 0, "{err}");
+    let o = ledger(&["undo", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(snapshot(&book), original);
+}
+
+/// The fixture with hand-checked prose numbers (see the assertions).
+fn fixture() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = dir.path().join("restructure");
+    copy_dir(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/restructure"),
+        &doc,
+    );
+    (dir, doc)
+}
+
+#[test]
+fn inserting_a_section_rewrites_every_prose_number_that_shifts() {
+    let (_dir, doc) = fixture();
+    let p = doc.to_str().expect("utf8");
+    let main = doc.join("main.tex");
+    let old = std::fs::read_to_string(&main).expect("read");
+    let o = ledger(&[
+        "insert",
+        "--before",
+        "Section 2",
+        "--text",
+        "\\section{Background}\\label{sec:background}\nUnits are defined in Section 3.",
+        p,
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let new = std::fs::read_to_string(&main).expect("read");
+    // What LaTeX would print now, by hand: sections 2, 3 (and 3.1) become 3, 4 (4.1); figures,
+    // tables, theorems and equations keep their numbers.
+    let expected = old
+        .replace("We define graphs in Section 2 and prove the main bound in Section 3.",
+                 "We define graphs in Section 3 and prove the main bound in Section 4.")
+        .replace("Eq. (1) is used in Section 3 and in Figure 2.", "Eq. (1) is used in Section 4 and in Figure 2.")
+        .replace("Theorem 3 and Sections 2 and 3 give the bound of Table 1; see also Section 3.1.",
+                 "Theorem 3 and Sections 3 and 4 give the bound of Table 1; see also Section 4.1.")
+        .replace("Section 1 motivated, Section 2 defined, Section 3 proved;",
+                 "Section 1 motivated, Section 3 defined, Section 4 proved;")
+        .replace("\\section{Definitions}",
+                 "\\section{Background}\\label{sec:background}\nUnits are defined in Section 3.\n\n\\section{Definitions}");
+    assert_eq!(new, expected, "{err}");
+    assert!(err.contains("8 prose numbers rewritten"), "{err}");
+    // A move puts it back after the definitions: numbers follow again.
+    let o = ledger(&["move", "sec:background", "--before", "sec:bound", p]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let moved = std::fs::read_to_string(&main).expect("read");
+    assert!(
+        moved.contains("We define graphs in Section 2 and prove the main bound in Section 4."),
+        "{moved}"
+    );
+    assert!(moved.contains("Units are defined in Section 2."), "{moved}");
+    assert!(moved.contains("see also Section 4.1."), "{moved}");
+}
+
+#[test]
+fn deleting_a_figure_reports_its_referrers_and_renumbers_the_rest() {
+    let (_dir, doc) = fixture();
+    let p = doc.to_str().expect("utf8");
+    let main = doc.join("main.tex");
+    let old = std::fs::read_to_string(&main).expect("read");
+    // Figure 1 is named in prose four times: the edit is refused and every referrer listed.
+    let o = ledger(&["delete", "Figure 1", p]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.matches("refers to a unit the edit deletes").count(),
+        3,
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&main).expect("read"),
+        old,
+        "nothing written"
+    );
+    // With --force it is written; Figure 2 becomes Figure 1 wherever it is named.
+    let o = ledger(&["delete", "Figure 1", p, "--force"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let new = std::fs::read_to_string(&main).expect("read");
+    assert!(!new.contains("pipeline.png"));
+    assert!(new.contains("Figure 1 the measured costs"), "{new}");
+    assert!(
+        new.contains("Eq. (1) is used in Section 3 and in Figure 1."),
+        "{new}"
+    );
+    assert!(
+        new.contains("the total cost of Figure 1 is bounded"),
+        "{new}"
+    );
+}
+
+#[test]
+fn insert_and_delete_on_a_shared_paper_keep_every_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = dir.path().join("paper");
+    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
+    let p = paper.to_str().expect("utf8");
+    let before = verify_summary(p);
+    let o = ledger(&[
+        "insert",
+        "--before",
+        "notation-sec",
+        "--text",
+        "\\section{Reading guide}\\label{sec:guide}\nNotation comes in \\Cref{notation-sec}.",
+        p,
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let summary = |s: &str| -> Vec<usize> {
+        s.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    let (b, a) = (summary(&before), summary(&verify_summary(p)));
+    // (documents, references, broken, ambiguous)
+    assert_eq!(a[1], b[1] + 1, "one more reference: {before} / {a:?}");
+    assert_eq!(a[2..], b[2..], "nothing newly broken: {before} / {a:?}");
+    // fig:854 is referred to twice (\Cref in intro.tex and metatheorems.tex).
+    let refs: usize = std::fs::read_dir(&paper)
+        .expect("read_dir")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "tex"))
+        .map(|e| {
+            std::fs::read_to_string(e.path())
+                .expect("read")
+                .matches("ref{fig:854}")
+                .count()
+        })
+        .sum();
+    let edited = snapshot(&paper);
+    let o = ledger(&["delete", "fig:854", p]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.matches("refers to a unit the edit deletes").count(),
+        refs,
+        "{err}"
+    );
+    assert_eq!(snapshot(&paper), edited, "nothing written");
+}
+
+/// `ledger edit` against the local OpenAI-compatible server with scripted answers.
+fn llm_edit(server: &super::server::FakeServer, graph: &Path, doc: &Path) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args([
+            "edit",
+            "--graph",
+            graph.to_str().expect("utf8"),
+            "--target",
+            "def:graph",
+            "--instruction",
+            "Call dependency graphs unit graphs",
+            doc.to_str().expect("utf8"),
+        ])
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EMBED_EMBEDDER", "hash")
+        .env("LEDGER_LLM_URL", &server.url)
+        .env("LEDGER_LLM_MODEL", "test-model")
+        .output()
+        .expect("ledger runs")
+}
+
+fn answer(edits: &[(&str, &str, &str)]) -> String {
+    let edits: Vec<serde_json::Value> = edits
+        .iter()
+        .map(|(u, o, n)| serde_json::json!({"unit": u, "old": o, "new": n}))
+        .collect();
+    serde_json::json!({"edits": edits, "note": "renamed"}).to_string()
+}
+
+#[test]
+fn an_llm_edit_is_verified_repaired_once_and_written_only_when_it_holds() {
+    let (dir, doc) = fixture();
+    let graph = dir.path().join("graph");
+    let o = ledger(&[
+        "index",
+        doc.to_str().expect("utf8"),
+        "--out",
+        graph.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let main = doc.join("main.tex");
+    let old = std::fs::read_to_string(&main).expect("read");
+    let server = super::server::FakeServer::start();
+    // First answer breaks a reference (there is no Definition 9) and quotes text that is not
+    // there; the repair is right.
+    server.answer_edits(&[
+        answer(&[
+            ("def:graph", "A dependency graph is", "A unit graph is"),
+            ("lem:acyclic", "By Definition 1,", "By Definition 9,"),
+            ("lem:acyclic", "no such text", "x"),
+        ]),
+        answer(&[
+            ("def:graph", "A dependency graph is", "A unit graph is"),
+            (
+                "lem:acyclic",
+                "the graph of Figure 1",
+                "the unit graph of Figure 1",
+            ),
+        ]),
+    ]);
+    let o = llm_edit(&server, &graph, &doc);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let requests = server.edit_requests();
+    assert_eq!(requests.len(), 2, "{err}");
+    // The context went with the first request; the findings with the repair.
+    assert!(requests[0].contains("lem:acyclic") && requests[0].contains("def:graph"));
+    assert!(
+        requests[1].contains("`Definition 9` no longer resolves")
+            && requests[1].contains("`no such text` does not occur"),
+        "{}",
+        requests[1]
+    );
+    let new = std::fs::read_to_string(&main).expect("read");
+    assert_eq!(
+        new,
+        old.replace("A dependency graph is", "A unit graph is")
+            .replace("the graph of Figure 1", "the unit graph of Figure 1")
+    );
+    // Both answers wrong: nothing is written.
+    let server = super::server::FakeServer::start();
+    let bad = answer(&[("lem:acyclic", "By Definition 1,", "By Definition 9,")]);
+    server.answer_edits(&[bad.clone(), bad]);
+    let o = llm_edit(&server, &graph, &doc);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing was written"));
+    assert_eq!(
+        std::fs::read_to_string(&main).expect("read"),
+        new,
+        "byte-identical"
+    );
+    assert_eq!(server.edit_requests().len(), 2);
+}
+
+#[test]
+fn relabelling_a_markdown_anchor_updates_links_from_other_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = dir.path().join("src");
+    copy_dir(&corpora().join("cargo-book/doc/book/src"), &book);
+    let p = book.to_str().expect("utf8");
+    let before = verify_summary(p);
+    // A generated heading slug, linked from other files (inline and reference-style links).
+    let o = ledger(&["relabel", "virtual-workspace", "virtual-ws", p]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let diff = stdout(&o);
+    assert!(
+        diff.contains("{#virtual-ws}"),
+        "the heading gets an explicit id: {diff}"
+    );
+    assert!(diff.contains("workspaces.md#virtual-ws"), "{diff}");
+    assert!(
+        !std::fs::read_to_string(book.join("reference/resolver.md"))
+            .expect("read")
+            .contains("#virtual-workspace")
+    );
+    assert_eq!(verify_summary(p), before, "{err}");
+}

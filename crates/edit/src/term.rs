@@ -1,0 +1,263 @@
+//! Renaming a term across documents: whole words, case variants and simple plurals, in prose
+//! only unless other regions are asked for.
+
+use crate::{EditError, Replacement, Result};
+use ledger_core::{Document, Format};
+use ledger_parse::regions::{RegionKind, regions};
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// An occurrence of the old term that was not renamed, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Left {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// The occurrence as written.
+    pub text: String,
+    /// Why it was left: the region it is in (`code`, `math` …), `casing` or `part of a name`.
+    pub reason: String,
+}
+
+/// What [`rename_term`] found.
+#[derive(Debug, Clone, Default)]
+pub struct TermRename {
+    /// One replacement per renamed occurrence.
+    pub replacements: Vec<Replacement>,
+    /// Occurrences left as they are.
+    pub left: Vec<Left>,
+}
+
+/// The simple English plural of a term (of its last word): `-ies` after a consonant `y`,
+/// `-es` after `s`, `x`, `z`, `ch`, `sh`, else `-s`.
+pub(crate) fn plural(term: &str) -> String {
+    let lower = term.to_lowercase();
+    let consonant_y =
+        lower.ends_with('y') && !lower[..lower.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    if consonant_y {
+        format!("{}ies", &term[..term.len() - 1])
+    } else if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|e| lower.ends_with(e))
+    {
+        format!("{term}es")
+    } else {
+        format!("{term}s")
+    }
+}
+
+/// How a matched occurrence is cased, relative to the term as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Casing {
+    /// Exactly as given.
+    Given,
+    /// all lower case.
+    Lower,
+    /// ALL UPPER CASE.
+    Upper,
+    /// First letter capitalised, the rest lower case.
+    Sentence,
+    /// Every Word Capitalised.
+    Title,
+}
+
+fn capitalise(word: &str) -> String {
+    let mut c = word.chars();
+    c.next().map_or_else(String::new, |f| {
+        f.to_uppercase().collect::<String>() + c.as_str()
+    })
+}
+
+fn cased(words: &[&str], casing: Casing) -> Vec<String> {
+    match casing {
+        Casing::Given => words.iter().map(|w| w.to_string()).collect(),
+        Casing::Lower => words.iter().map(|w| w.to_lowercase()).collect(),
+        Casing::Upper => words.iter().map(|w| w.to_uppercase()).collect(),
+        Casing::Sentence => words
+            .iter()
+            .enumerate()
+            .map(|(k, w)| {
+                let l = w.to_lowercase();
+                if k == 0 { capitalise(&l) } else { l }
+            })
+            .collect(),
+        Casing::Title => words
+            .iter()
+            .map(|w| capitalise(&w.to_lowercase()))
+            .collect(),
+    }
+}
+
+/// The casing of `found` (its words), if it is one of the known ones for `form`.
+fn casing_of(found: &[&str], form: &[&str]) -> Option<Casing> {
+    [
+        Casing::Given,
+        Casing::Lower,
+        Casing::Sentence,
+        Casing::Title,
+        Casing::Upper,
+    ]
+    .into_iter()
+    .find(|&c| cased(form, c) == found)
+}
+
+/// The replacements that rename term `old` to `new` in every file of `docs` (`texts` holds
+/// them as read): whole words only, in the casings as given, lower, UPPER, Sentence and Title
+/// case, singular and plural (the plural of `old` becomes the plural of `new`). Only regions of
+/// the kinds in `include` are searched ([`RegionKind::Prose`] is always); occurrences elsewhere,
+/// in another casing, or inside a name (`registry.toml`, `path/registry`) are listed in
+/// [`TermRename::left`].
+pub fn rename_term(
+    docs: &[Document],
+    texts: &BTreeMap<PathBuf, String>,
+    old: &str,
+    new: &str,
+    include: &[RegionKind],
+) -> Result<TermRename> {
+    let old_words: Vec<&str> = old.split_whitespace().collect();
+    let new_words: Vec<&str> = new.split_whitespace().collect();
+    if old_words.is_empty() || new_words.is_empty() {
+        return Err(EditError::Invalid("the terms must not be empty".into()));
+    }
+    if old_words
+        .iter()
+        .any(|w| !w.chars().any(char::is_alphanumeric))
+    {
+        return Err(EditError::Invalid(format!(
+            "`{old}` is not a term: every word needs a letter or digit"
+        )));
+    }
+    let old_plural = plural(&old_words.join(" "));
+    let new_plural = plural(&new_words.join(" "));
+    let old_plural_words: Vec<&str> = old_plural.split_whitespace().collect();
+    let new_plural_words: Vec<&str> = new_plural.split_whitespace().collect();
+    let pattern = |words: &[&str]| {
+        words
+            .iter()
+            .map(|w| regex::escape(w))
+            .collect::<Vec<_>>()
+            .join(r"\s+")
+    };
+    // Plural first: `registries` must not stop at `registr…`; `\b` keeps whole words.
+    let any_case = Regex::new(&format!(
+        r"(?i)\b(?:{}|{})\b",
+        pattern(&old_plural_words),
+        pattern(&old_words)
+    ))
+    .map_err(|e| EditError::Invalid(e.to_string()))?;
+    let mut out = TermRename::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for doc in docs {
+        let format = doc.format.unwrap_or(Format::Markdown);
+        for file in &doc.files {
+            let path = PathBuf::from(file);
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            let Some(text) = texts.get(&path) else {
+                return Err(EditError::Invalid(format!(
+                    "{} was not read",
+                    path.display()
+                )));
+            };
+            let line_starts: Vec<usize> = std::iter::once(0)
+                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect();
+            let line_of = |byte: usize| line_starts.partition_point(|&s| s <= byte);
+            for region in regions(format, file, text) {
+                let searched = region.kind == RegionKind::Prose || include.contains(&region.kind);
+                let slice = &text[region.start..region.end];
+                for m in any_case.find_iter(slice) {
+                    let (start, end) = (region.start + m.start(), region.start + m.end());
+                    let found = m.as_str();
+                    let left = |reason: &str| Left {
+                        path: path.clone(),
+                        line: line_of(start),
+                        text: found.to_string(),
+                        reason: reason.to_string(),
+                    };
+                    if !searched {
+                        out.left.push(left(region.kind.as_str()));
+                        continue;
+                    }
+                    // `registry.toml`, `path/registry`, `registry/x`: part of a name.
+                    let before = text[..start].chars().next_back();
+                    let after: Vec<char> = text[end..].chars().take(2).collect();
+                    let in_name = matches!(before, Some('/' | '\\' | '.' | '-' | '@'))
+                        && text[..start]
+                            .chars()
+                            .nth_back(1)
+                            .is_some_and(char::is_alphanumeric)
+                        || matches!(after.first(), Some('/' | '@'))
+                        || matches!(after.as_slice(), ['.' | '-', c, ..] if c.is_alphanumeric());
+                    if in_name {
+                        out.left.push(left("part of a name"));
+                        continue;
+                    }
+                    let found_words: Vec<&str> = found.split_whitespace().collect();
+                    let separators: Vec<&str> = found
+                        .split(|c: char| !c.is_whitespace())
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    let (casing, target) = match casing_of(&found_words, &old_plural_words) {
+                        Some(c) => (Some(c), &new_plural_words),
+                        None => (casing_of(&found_words, &old_words), &new_words),
+                    };
+                    let Some(casing) = casing else {
+                        out.left.push(left("casing"));
+                        continue;
+                    };
+                    let words = cased(target, casing);
+                    // Keep the writer's line breaks when the word counts allow it.
+                    let replacement = if separators.len() + 1 == words.len() {
+                        let mut s = words[0].clone();
+                        for (sep, w) in separators.iter().zip(&words[1..]) {
+                            s.push_str(sep);
+                            s.push_str(w);
+                        }
+                        s
+                    } else {
+                        words.join(" ")
+                    };
+                    out.replacements.push(Replacement {
+                        path: path.clone(),
+                        start,
+                        end,
+                        text: replacement,
+                        moved_from: None,
+                    });
+                }
+            }
+        }
+    }
+    out.replacements.sort();
+    out.left.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plurals_and_casings() {
+        assert_eq!(plural("registry"), "registries");
+        assert_eq!(plural("key"), "keys");
+        assert_eq!(plural("box"), "boxes");
+        assert_eq!(plural("dependency graph"), "dependency graphs");
+        let form = ["package", "index"];
+        assert_eq!(casing_of(&["Package", "Index"], &form), Some(Casing::Title));
+        assert_eq!(
+            casing_of(&["Package", "index"], &form),
+            Some(Casing::Sentence)
+        );
+        assert_eq!(casing_of(&["PACKAGE", "INDEX"], &form), Some(Casing::Upper));
+        assert_eq!(casing_of(&["pAckage", "index"], &form), None);
+        assert_eq!(
+            cased(&["crate", "registry"], Casing::Sentence),
+            ["Crate", "registry"]
+        );
+    }
+}
