@@ -127,6 +127,9 @@ enum Command {
         /// Files or folders, as for `index`.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
+        #[arg(long)]
+        graph: Option<PathBuf>,
         /// Print the diff only.
         #[arg(long)]
         dry_run: bool,
@@ -145,6 +148,9 @@ enum Command {
         /// Other regions to rename in too: code, math, urls (comma-separated).
         #[arg(long, value_delimiter = ',', value_parser = parse_region)]
         include: Vec<RegionKind>,
+        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
+        #[arg(long)]
+        graph: Option<PathBuf>,
         /// Print the diff and verify only.
         #[arg(long)]
         dry_run: bool,
@@ -164,6 +170,9 @@ enum Command {
         /// Files or folders, as for `index`.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
+        #[arg(long)]
+        graph: Option<PathBuf>,
         /// Print the diff and verify only.
         #[arg(long)]
         dry_run: bool,
@@ -179,6 +188,9 @@ enum Command {
         /// Files or folders, as for `index`.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
+        #[arg(long)]
+        graph: Option<PathBuf>,
         /// Print the diff and verify only.
         #[arg(long)]
         dry_run: bool,
@@ -200,6 +212,9 @@ enum Command {
         /// Files or folders, as for `index`.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
+        #[arg(long)]
+        graph: Option<PathBuf>,
         /// Print the diff and verify only.
         #[arg(long)]
         dry_run: bool,
@@ -302,7 +317,7 @@ enum ModelsCommand {
 }
 
 /// Settings of the document stage, shared by `index` and `coordinator`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 struct PipelineArgs {
     /// Parser threads (0 = one per core).
     #[arg(long)]
@@ -522,9 +537,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             old,
             new,
             paths,
+            graph,
             dry_run,
         } => {
             let refused = edit::relabel(&paths, &config.index, &old, &new, dry_run)?;
+            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
             Ok(if refused {
                 ExitCode::from(1)
             } else {
@@ -536,9 +553,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             new,
             paths,
             include,
+            graph,
             dry_run,
         } => {
             let refused = edit::rename_term(&paths, &config.index, &old, &new, &include, dry_run)?;
+            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
             Ok(if refused {
                 ExitCode::from(1)
             } else {
@@ -550,6 +569,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             text,
             doc,
             paths,
+            graph,
             dry_run,
         } => {
             let text = if text == "-" {
@@ -563,6 +583,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let refused =
                 edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
+            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
             Ok(if refused {
                 ExitCode::from(1)
             } else {
@@ -573,12 +594,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             unit,
             doc,
             paths,
+            graph,
             dry_run,
             force,
         } => {
             let edit = edit::Structural::Delete { unit: &unit };
             let refused =
                 edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, force)?;
+            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
             Ok(if refused {
                 ExitCode::from(1)
             } else {
@@ -590,6 +613,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             before,
             doc,
             paths,
+            graph,
             dry_run,
         } => {
             let edit = edit::Structural::Move {
@@ -598,6 +622,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let refused =
                 edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
+            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
             Ok(if refused {
                 ExitCode::from(1)
             } else {
@@ -622,6 +647,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 dry_run,
             };
             let refused = edit::llm_edit(&paths, &config, args)?;
+            updated(refused || dry_run, &paths, Some(&graph), &config)?;
             Ok(if refused {
                 ExitCode::from(1)
             } else {
@@ -713,4 +739,71 @@ fn parse_region(name: &str) -> Result<RegionKind, String> {
         Some(k) => Ok(k),
         None => Err(format!("`{name}`: expected code, math or urls")),
     }
+}
+
+/// After an edit that was written, updates `graph` (when given) from `paths` as `ledger index`
+/// would, with the judge, summarizer and embedder the graph was built with: unchanged documents
+/// are reused whole, and in a changed one only the units whose DEPENDS candidates or summaries
+/// changed are judged or embedded again.
+fn updated(
+    unchanged: bool,
+    paths: &[PathBuf],
+    graph: Option<&std::path::Path>,
+    config: &config::Config,
+) -> Result<()> {
+    let Some(out) = graph else {
+        return Ok(());
+    };
+    if unchanged {
+        return Ok(());
+    }
+    // The pipeline the graph was built with: its judge, summarizer and embedder.
+    let judge = ledger_store::read_judgments(out)?.first().map(|(_, j)| {
+        if j.judge.starts_with("llm:") {
+            "llm"
+        } else {
+            "offline"
+        }
+        .to_string()
+    });
+    let semantic = ledger_store::read_embeddings(out)?;
+    let embedder = (!semantic.model.is_empty()).then(|| {
+        if semantic.model == ledger_embed::minilm::MODEL_NAME {
+            "minilm"
+        } else if semantic.model.starts_with("openai:") {
+            "openai"
+        } else {
+            "hash"
+        }
+        .to_string()
+    });
+    let summarizer = (!semantic.summarizer.is_empty()).then(|| {
+        if semantic.summarizer.starts_with("llm") {
+            "llm"
+        } else {
+            "extractive"
+        }
+        .to_string()
+    });
+    let args = PipelineArgs {
+        no_progress: true,
+        no_depends: judge.is_none(),
+        no_related: embedder.is_none(),
+        judge,
+        embedder,
+        summarizer,
+        ..PipelineArgs::default()
+    };
+    let (c, r, settings) = args.apply(config);
+    let stage = pipeline::Stage::new(settings)?;
+    let parts = config.store.parts(out)?;
+    let job = index::IndexJob {
+        paths,
+        out,
+        parts: &parts,
+        index: &c,
+        related: &r,
+    };
+    eprintln!("updating the graph {}", out.display());
+    index::index(&job, &stage)
 }

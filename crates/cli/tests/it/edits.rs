@@ -298,6 +298,18 @@ fn an_llm_edit_is_verified_repaired_once_and_written_only_when_it_holds() {
         "{}",
         requests[1]
     );
+    // The graph was updated incrementally: only the two edited units were embedded again.
+    let out = stdout(&o);
+    let cache = out
+        .lines()
+        .find(|l| l.starts_with("cache:"))
+        .unwrap_or_else(|| panic!("no cache report in {out}"));
+    let numbers: Vec<usize> = cache
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    // cache: S summaries and V vectors reused, W summaries written, C vectors computed
+    assert!(numbers[1] > 0 && numbers[3] == 2, "{cache}");
     let new = std::fs::read_to_string(&main).expect("read");
     assert_eq!(
         new,
