@@ -5,6 +5,7 @@ mod bench;
 mod config;
 mod distributed;
 mod edit;
+mod evaluation;
 mod index;
 mod models;
 mod pipeline;
@@ -295,10 +296,14 @@ enum Command {
         #[command(subcommand)]
         which: ModelsCommand,
     },
-    /// Benchmarks.
+    /// The evaluation of the method on generated documents with ground truth (`--out DIR`,
+    /// `--quick` for CI), or a throughput benchmark (`parse`, `distributed`).
+    #[command(args_conflicts_with_subcommands = true)]
     Bench {
         #[command(subcommand)]
-        which: bench::Which,
+        which: Option<bench::Which>,
+        #[command(flatten)]
+        eval: evaluation::EvalArgs,
     },
 }
 
@@ -723,8 +728,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { which } => {
+        Command::Bench {
+            which: Some(which), ..
+        } => {
             bench::run(which)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { which: None, eval } => {
+            let args = PipelineArgs {
+                no_progress: true,
+                ..PipelineArgs::default()
+            };
+            let (c, r, settings) = args.apply(&config);
+            let stage = pipeline::Stage::new(settings)?;
+            let pipeline = evaluation::Pipeline {
+                index: &c,
+                related: &r,
+                stage: &stage,
+                retrieve: &config.retrieve,
+                store: &config.store,
+            };
+            evaluation::run(&eval, &pipeline)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -273,7 +273,8 @@ impl Graph {
         for &t in targets {
             heap.push(Item(f64::INFINITY, t, 0));
         }
-        let is_target = |u: usize| targets.contains(&u);
+        let target_set: std::collections::HashSet<usize> = targets.iter().copied().collect();
+        let is_target = |u: usize| target_set.contains(&u);
         let mut done: std::collections::HashSet<usize> = Default::default();
         while let Some(Item(score, u, hops)) = heap.pop() {
             if !done.insert(u) || hops >= depth {

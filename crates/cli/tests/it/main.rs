@@ -674,3 +674,34 @@ fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn bench_quick_evaluates_generated_documents_and_holds_its_invariants() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("report");
+    let o = ledger(&["bench", "--quick", "--out", out.to_str().expect("utf8")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    for section in [
+        "Main table",
+        "Edge-type ablation",
+        "Weight configurations",
+        "Edge detection",
+    ] {
+        assert!(md.contains(section), "{section}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report.json"))
+            .expect("json");
+    assert!(report["cases"].as_u64().expect("cases") > 100);
+    // Every strategy scored every case, and the documents and graphs are there to inspect.
+    let rows = report["rows"].as_array().expect("rows");
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["size"] == "all" && r["category"] == "all")
+            .count(),
+        13
+    );
+    assert!(out.join("documents/gen-5k-1/main.tex").is_file());
+    assert!(out.join("graphs/gen-5k-1/current").exists());
+}

@@ -1,0 +1,544 @@
+//! `ledger bench [--quick] --out DIR`: the evaluation of the method on generated documents with
+//! ground truth (`ledger-bench`): each document is written, indexed with the ordinary pipeline
+//! and parsed; every strategy retrieves a context for every case; the report holds the main
+//! table, the edge-type ablation, the weight configurations and edge detection, as Markdown and
+//! JSON.
+
+use crate::config::{IndexConfig, RelatedConfig};
+use crate::pipeline::Stage;
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use ledger_bench::metrics::{CaseScore, Detection, mean, score};
+use ledger_bench::strategy::{self, Method, Strategy};
+use ledger_bench::{Category, Generated, Spec, generate};
+use ledger_core::{EdgeKind, UnitKind};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Options of the evaluation.
+#[derive(clap::Args, Debug, Default)]
+pub struct EvalArgs {
+    /// Folder for the generated documents, their graphs and the report.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A small run for CI: two 5K-token documents, with the invariants asserted.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Token budget of the budgeted strategies, as a share of the document's tokens.
+    #[arg(long, default_value_t = 0.10)]
+    pub budget_share: f64,
+}
+
+/// What the pipeline needs to index a generated document.
+pub struct Pipeline<'a> {
+    /// Parsing settings.
+    pub index: &'a IndexConfig,
+    /// RELATED settings.
+    pub related: &'a RelatedConfig,
+    /// The document stage.
+    pub stage: &'a Stage,
+    /// Retrieval settings (weights, depth).
+    pub retrieve: &'a crate::config::RetrieveConfig,
+    /// Where parts go for a graph folder.
+    pub store: &'a crate::config::StoreConfig,
+}
+
+/// One document size class of the run: size in tokens and documents.
+fn plan(quick: bool) -> Vec<(usize, usize)> {
+    if quick {
+        vec![(5_000, 2)]
+    } else {
+        vec![(5_000, 8), (50_000, 2), (100_000, 1)]
+    }
+}
+
+/// A row of the report: one strategy over a set of cases.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    strategy: String,
+    group: String,
+    size: String,
+    category: String,
+    cases: usize,
+    must_change_recall: f64,
+    token_ratio: f64,
+    must_not_included: f64,
+    within_budget: f64,
+}
+
+/// Detection figures of one size class.
+#[derive(Debug, Clone, Serialize)]
+struct DetectionRow {
+    size: String,
+    kind: String,
+    predicted: usize,
+    gold: usize,
+    precision: f64,
+    recall: f64,
+}
+
+/// Everything one document contributes.
+struct DocResult {
+    size: usize,
+    scores: Vec<(usize, Category, CaseScore)>,
+    detection: [Detection; 3],
+    /// Predicted RELATED pairs within one topic cluster.
+    related_in_topic: usize,
+}
+
+/// Runs the evaluation and writes the report; with `quick`, fails when an invariant breaks.
+pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("bench-report"));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let started = Instant::now();
+    let strategies = strategy::all(crate::retrieval::weights(pipeline.retrieve));
+    let plan = plan(args.quick);
+    let total: usize = plan.iter().map(|(_, n)| n).sum();
+    let bar = ProgressBar::new(total as u64).with_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} documents, {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut results = Vec::new();
+    let mut seed = args.seed;
+    for &(tokens, count) in &plan {
+        for k in 0..count {
+            let name = format!("gen-{}k-{}", tokens / 1000, k + 1);
+            bar.set_message(name.clone());
+            let generated = generate(&name, Spec { seed, tokens });
+            seed += 1;
+            results.push(evaluate(
+                &out,
+                &generated,
+                tokens,
+                &strategies,
+                pipeline,
+                args.budget_share,
+            )?);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let report = Report::new(
+        &plan,
+        &strategies,
+        &results,
+        started.elapsed().as_secs_f64(),
+    );
+    std::fs::write(out.join("report.md"), report.markdown())?;
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    print!("{}", report.markdown());
+    eprintln!("report written to {}", out.join("report.md").display());
+    let broken = report.invariants();
+    if !broken.is_empty() {
+        for b in &broken {
+            eprintln!("invariant broken: {b}");
+        }
+        bail!("{} invariants broken", broken.len());
+    }
+    Ok(())
+}
+
+/// Writes, indexes and scores one generated document.
+fn evaluate(
+    out: &Path,
+    g: &Generated,
+    size: usize,
+    strategies: &[Strategy],
+    pipeline: &Pipeline,
+    budget_share: f64,
+) -> Result<DocResult> {
+    let dir = out.join("documents").join(&g.name);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("main.tex"), &g.source)?;
+    let graph_dir = out.join("graphs").join(&g.name);
+    let parts = pipeline.store.parts(&graph_dir)?;
+    let paths = [dir.clone()];
+    let job = crate::index::IndexJob {
+        paths: &paths,
+        out: &graph_dir,
+        parts: &parts,
+        index: pipeline.index,
+        related: pipeline.related,
+    };
+    crate::index::index(&job, pipeline.stage)?;
+    let graph = crate::retrieval::load(&graph_dir)?;
+    let edges = ledger_store::read_edges(&graph_dir)?;
+    let semantic = ledger_store::read_embeddings(&graph_dir)?;
+    // Gold units → parsed units by byte offset (the innermost unit holding the gold start).
+    let mut config = pipeline.index.clone();
+    config.count_tokens = false;
+    config.progress = false;
+    let parsed = crate::index::load(&paths, &config)?.docs;
+    let doc = parsed
+        .first()
+        .context("the generated document did not parse")?;
+    let mut gold_to_graph: Vec<Option<usize>> = Vec::with_capacity(g.units.len());
+    let mut unit_to_gold: HashMap<String, usize> = HashMap::new();
+    for (k, gu) in g.units.iter().enumerate() {
+        let best = doc
+            .units
+            .iter()
+            .filter(|u| {
+                u.kind != UnitKind::Document
+                    && u.start_byte <= gu.start
+                    && gu.start < u.end_byte.max(u.start_byte + 1)
+            })
+            .min_by_key(|u| (u.start_byte != gu.start, u.end_byte - u.start_byte));
+        let index = best.and_then(|u| graph.index_of(&doc.id, &u.id));
+        if let Some(u) = best {
+            unit_to_gold.entry(u.id.clone()).or_insert(k);
+        }
+        gold_to_graph.push(index);
+    }
+    // Edge detection against the gold pairs.
+    let mut predicted: [BTreeSet<(usize, usize)>; 3] = Default::default();
+    for e in &edges {
+        let (Some(&a), Some(&b)) = (unit_to_gold.get(&e.src_unit), unit_to_gold.get(&e.dst_unit))
+        else {
+            continue;
+        };
+        if a == b {
+            continue;
+        }
+        match e.kind {
+            EdgeKind::References => predicted[0].insert((a, b)),
+            EdgeKind::Depends => predicted[1].insert((a, b)),
+            EdgeKind::Related => predicted[2].insert((a.min(b), a.max(b))),
+            EdgeKind::Contains => false,
+        };
+    }
+    let gold_related: BTreeSet<(usize, usize)> = g
+        .related
+        .iter()
+        .map(|&(a, b)| (a.min(b), a.max(b)))
+        .collect();
+    let detection = [
+        Detection::of(&predicted[0], &g.references),
+        Detection::of(&predicted[1], &g.depends),
+        Detection::of(&predicted[2], &gold_related),
+    ];
+    // Retrieval per case and strategy.
+    let doc_units: Vec<usize> = {
+        let mut v: Vec<usize> = (0..graph.units().len())
+            .filter(|&i| {
+                graph.units()[i].doc_id == doc.id && graph.units()[i].kind != UnitKind::Document
+            })
+            .collect();
+        v.sort_by_key(|&i| graph.units()[i].ordinal);
+        v
+    };
+    let document_tokens: usize = doc_units.iter().map(|&i| graph.units()[i].tokens).sum();
+    let vectors: HashMap<usize, Vec<f32>> = semantic
+        .embeddings
+        .iter()
+        .filter_map(|e| Some((graph.index_of(&e.doc_id, &e.unit_id)?, e.vector.clone())))
+        .collect();
+    let budget = ((document_tokens as f64 * budget_share) as usize).max(200);
+    let map = |units: &[usize]| -> Vec<usize> {
+        let mut v: Vec<usize> = units.iter().filter_map(|&u| gold_to_graph[u]).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let mut scores = Vec::new();
+    for case in &g.cases {
+        let targets = map(&case.targets);
+        if targets.is_empty() {
+            continue;
+        }
+        let must = map(&case.must_change);
+        let must_not: Vec<usize> = map(&case.must_not_change)
+            .into_iter()
+            .filter(|u| !must.contains(u))
+            .collect();
+        for (s, strategy) in strategies.iter().enumerate() {
+            let limit = match strategy.method {
+                Method::Full => usize::MAX,
+                Method::Window(n) => n,
+                _ => budget,
+            };
+            let r = strategy::retrieve(
+                &strategy.method,
+                &graph,
+                &doc_units,
+                &targets,
+                budget,
+                pipeline.retrieve.depth,
+                &vectors,
+            );
+            scores.push((
+                s,
+                case.category,
+                score(&r.units, r.tokens, limit, document_tokens, &must, &must_not),
+            ));
+        }
+    }
+    let related_in_topic = predicted[2]
+        .iter()
+        .filter(|(a, b)| g.units[*a].topic == g.units[*b].topic)
+        .count();
+    Ok(DocResult {
+        size,
+        scores,
+        detection,
+        related_in_topic,
+    })
+}
+
+/// The report: rows per strategy, size and category, and detection per size.
+#[derive(Debug, Serialize)]
+struct Report {
+    seconds: f64,
+    documents: usize,
+    cases: usize,
+    cases_per_category: BTreeMap<String, usize>,
+    rows: Vec<Row>,
+    detection: Vec<DetectionRow>,
+}
+
+fn size_name(tokens: usize) -> String {
+    format!("{}K", tokens / 1000)
+}
+
+impl Report {
+    fn new(
+        plan: &[(usize, usize)],
+        strategies: &[Strategy],
+        results: &[DocResult],
+        seconds: f64,
+    ) -> Report {
+        let mut rows = Vec::new();
+        let sizes: Vec<Option<usize>> = std::iter::once(None)
+            .chain(plan.iter().map(|(t, _)| Some(*t)))
+            .collect();
+        let categories: Vec<Option<Category>> = std::iter::once(None)
+            .chain(Category::ALL.iter().copied().map(Some))
+            .collect();
+        for (s, strategy) in strategies.iter().enumerate() {
+            for size in &sizes {
+                for category in &categories {
+                    let picked: Vec<&CaseScore> = results
+                        .iter()
+                        .filter(|r| size.is_none_or(|t| r.size == t))
+                        .flat_map(|r| r.scores.iter())
+                        .filter(|(k, c, _)| *k == s && category.is_none_or(|x| x == *c))
+                        .map(|(_, _, sc)| sc)
+                        .collect();
+                    if picked.is_empty() {
+                        continue;
+                    }
+                    rows.push(Row {
+                        strategy: strategy.name.clone(),
+                        group: strategy.group.to_string(),
+                        size: size.map_or("all".into(), size_name),
+                        category: category.map_or("all", |c| c.as_str()).to_string(),
+                        cases: picked.len(),
+                        must_change_recall: mean(picked.iter().map(|c| c.must_change_recall)),
+                        token_ratio: mean(picked.iter().map(|c| c.token_ratio)),
+                        must_not_included: mean(picked.iter().map(|c| c.must_not_included)),
+                        within_budget: mean(
+                            picked.iter().map(|c| f64::from(u8::from(c.within_budget))),
+                        ),
+                    });
+                }
+            }
+        }
+        let mut detection = Vec::new();
+        for size in &sizes {
+            let mut sums = [Detection::default(); 3];
+            let mut in_topic = 0;
+            for r in results.iter().filter(|r| size.is_none_or(|t| r.size == t)) {
+                for (k, d) in r.detection.iter().enumerate() {
+                    sums[k].add(*d);
+                }
+                in_topic += r.related_in_topic;
+            }
+            for (k, name) in [
+                "explicit (REFERENCES)",
+                "implicit (DEPENDS)",
+                "semantic (RELATED; precision: same topic, recall: restatements)",
+            ]
+            .iter()
+            .enumerate()
+            {
+                detection.push(DetectionRow {
+                    size: size.map_or("all".into(), size_name),
+                    kind: name.to_string(),
+                    predicted: sums[k].predicted,
+                    gold: sums[k].gold,
+                    // RELATED: precision against topic clusters, recall against restatements.
+                    precision: if k == 2 {
+                        in_topic as f64 / sums[k].predicted.max(1) as f64
+                    } else {
+                        sums[k].precision()
+                    },
+                    recall: sums[k].recall(),
+                });
+            }
+        }
+        let cases_scored = strategies.len().max(1);
+        let mut cases_per_category = BTreeMap::new();
+        for r in results {
+            for (s, c, _) in &r.scores {
+                if *s == 0 {
+                    *cases_per_category
+                        .entry(c.as_str().to_string())
+                        .or_insert(0) += 1;
+                }
+            }
+        }
+        Report {
+            seconds,
+            documents: results.len(),
+            cases: results.iter().map(|r| r.scores.len()).sum::<usize>() / cases_scored,
+            cases_per_category,
+            rows,
+            detection,
+        }
+    }
+
+    fn row(&self, strategy: &str, size: &str, category: &str) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.strategy == strategy && r.size == size && r.category == category)
+    }
+
+    fn markdown(&self) -> String {
+        let mut s = format!(
+            "# LEDGER evaluation\n\n{} generated documents, {} cases ({}), {:.0} s.\n\n",
+            self.documents,
+            self.cases,
+            self.cases_per_category
+                .iter()
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.seconds
+        );
+        let sizes: Vec<String> = {
+            let mut v: Vec<String> = self.rows.iter().map(|r| r.size.clone()).collect();
+            v.dedup();
+            let mut seen = BTreeSet::new();
+            v.retain(|x| seen.insert(x.clone()));
+            v
+        };
+        let table = |title: &str, groups: &[&str]| {
+            let mut t = format!(
+                "## {title}\n\n| strategy | size | must-change recall | tokens / document | must-not-change in context | within budget |\n|---|---|---:|---:|---:|---:|\n"
+            );
+            for r in self
+                .rows
+                .iter()
+                .filter(|r| groups.contains(&r.group.as_str()) && r.category == "all")
+            {
+                t.push_str(&format!(
+                    "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+                    r.strategy,
+                    r.size,
+                    r.must_change_recall,
+                    r.token_ratio,
+                    r.must_not_included,
+                    r.within_budget
+                ));
+            }
+            t.push('\n');
+            t
+        };
+        s.push_str(&table(
+            "Main table: baselines and LEDGER",
+            &["baseline", "ledger"],
+        ));
+        s.push_str(&table(
+            "Edge-type ablation (hierarchy, then RELATED, DEPENDS, REFERENCES)",
+            &["ablation"],
+        ));
+        s.push_str(&table(
+            "Weight configurations (REFERENCES/DEPENDS/CONTAINS/RELATED)",
+            &["weights"],
+        ));
+        s.push_str("## Must-change recall per category (all sizes)\n\n| strategy |");
+        for c in Category::ALL {
+            s.push_str(&format!(" {} |", c.as_str()));
+        }
+        s.push_str("\n|---|");
+        s.push_str(&"---:|".repeat(Category::ALL.len()));
+        s.push('\n');
+        let mut names: Vec<&str> = Vec::new();
+        for r in &self.rows {
+            if r.group != "weights"
+                && r.group != "ablation"
+                && !names.contains(&r.strategy.as_str())
+            {
+                names.push(&r.strategy);
+            }
+        }
+        for n in names {
+            s.push_str(&format!("| {n} |"));
+            for c in Category::ALL {
+                match self.row(n, "all", c.as_str()) {
+                    Some(r) => s.push_str(&format!(" {:.3} |", r.must_change_recall)),
+                    None => s.push_str(" – |"),
+                }
+            }
+            s.push('\n');
+        }
+        s.push_str("\n## Edge detection against the generated gold\n\n| size | edges | predicted | gold | precision | recall |\n|---|---|---:|---:|---:|---:|\n");
+        for d in &self.detection {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {:.3} | {:.3} |\n",
+                d.size, d.kind, d.predicted, d.gold, d.precision, d.recall
+            ));
+        }
+        let _ = sizes;
+        s
+    }
+
+    /// The invariants that must hold on generated data.
+    fn invariants(&self) -> Vec<String> {
+        let mut broken = Vec::new();
+        for d in self
+            .detection
+            .iter()
+            .filter(|d| d.kind.starts_with("explicit"))
+        {
+            if d.recall < 1.0 {
+                broken.push(format!(
+                    "REFERENCES recall {:.3} < 1 on {} documents",
+                    d.recall, d.size
+                ));
+            }
+        }
+        for r in self
+            .rows
+            .iter()
+            .filter(|r| r.category == "all" && r.within_budget < 1.0)
+        {
+            broken.push(format!(
+                "{} exceeded its budget ({} {:.3})",
+                r.strategy, r.size, r.within_budget
+            ));
+        }
+        let recall = |name: &str| self.row(name, "all", "all").map(|r| r.must_change_recall);
+        let uniform = recall("25/25/25/25 (uniform)").unwrap_or(0.0);
+        for ordered in ["100/50/30/10", "200/100/60/20 (scaled)"] {
+            let o = recall(ordered).unwrap_or(0.0);
+            if uniform >= o {
+                broken.push(format!(
+                    "uniform weights ({uniform:.3}) not below {ordered} ({o:.3})"
+                ));
+            }
+        }
+        broken
+    }
+}
