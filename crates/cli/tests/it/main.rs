@@ -702,6 +702,10 @@ fn bench_quick_evaluates_generated_documents_and_holds_its_invariants() {
             .count(),
         13
     );
+    for plot in ["tokens-vs-size.svg", "recall-vs-size.svg"] {
+        let svg = std::fs::read_to_string(out.join(plot)).expect("plot");
+        assert!(svg.starts_with("<svg") && svg.contains("LEDGER"), "{plot}");
+    }
     assert!(out.join("documents/gen-5k-1/main.tex").is_file());
     assert!(out.join("graphs/gen-5k-1/current").exists());
 }
