@@ -1,5 +1,7 @@
-//! `ledger relabel`, `ledger rename-term` and `ledger undo`: deterministic edits, verified on a shadow copy of the
-//! inputs before anything is written, then committed atomically with an undo record.
+//! The edit commands: `relabel`, `rename-term`, `insert` / `delete` / `move` (deterministic),
+//! `edit` (LLM, one repair round) and `undo`. Every edit is applied in memory, verified on a
+//! shadow copy of the inputs before anything is written, then committed atomically with an undo
+//! record.
 
 use crate::config::IndexConfig;
 use anyhow::{Context, Result, bail};

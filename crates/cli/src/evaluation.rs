@@ -644,13 +644,6 @@ impl Report {
             self.real_cases,
             self.seconds
         );
-        let sizes: Vec<String> = {
-            let mut v: Vec<String> = self.rows.iter().map(|r| r.size.clone()).collect();
-            v.dedup();
-            let mut seen = BTreeSet::new();
-            v.retain(|x| seen.insert(x.clone()));
-            v
-        };
         let table = |title: &str, groups: &[&str]| {
             let mut t = format!(
                 "## {title}\n\n| strategy | size | must-change recall | tokens / document | must-not-change in context | within budget |\n|---|---|---:|---:|---:|---:|\n"
@@ -718,7 +711,6 @@ impl Report {
                 d.size, d.kind, d.predicted, d.gold, d.precision, d.recall
             ));
         }
-        let _ = sizes;
         s
     }
 
