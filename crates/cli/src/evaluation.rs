@@ -167,6 +167,114 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
     Ok(())
 }
 
+/// One document indexed with the ordinary pipeline and loaded for scoring.
+struct Indexed {
+    graph: ledger_retrieve::Graph,
+    edges: Vec<ledger_core::Edge>,
+    /// The document as parsed (byte ranges, labels).
+    doc: ledger_core::Document,
+    /// Its units' graph indices in document order.
+    doc_units: Vec<usize>,
+    document_tokens: usize,
+    vectors: HashMap<usize, Vec<f32>>,
+    /// Tokens the budgeted strategies may take.
+    budget: usize,
+}
+
+impl Indexed {
+    /// Indexes `input` into `graph_dir` and loads graph, edges, embeddings and the parse.
+    fn new(
+        graph_dir: &Path,
+        input: &Path,
+        pipeline: &Pipeline,
+        budget_share: f64,
+    ) -> Result<Indexed> {
+        let parts = pipeline.store.parts(graph_dir)?;
+        let paths = [input.to_path_buf()];
+        let job = crate::index::IndexJob {
+            paths: &paths,
+            out: graph_dir,
+            parts: &parts,
+            index: pipeline.index,
+            related: pipeline.related,
+        };
+        crate::index::index(&job, pipeline.stage)?;
+        let graph = crate::retrieval::load(graph_dir)?;
+        let edges = ledger_store::read_edges(graph_dir)?;
+        let semantic = ledger_store::read_embeddings(graph_dir)?;
+        let mut config = pipeline.index.clone();
+        config.count_tokens = false;
+        config.progress = false;
+        let doc = crate::index::load(&paths, &config)?
+            .docs
+            .into_iter()
+            .next()
+            .with_context(|| format!("{} did not parse", input.display()))?;
+        let mut doc_units: Vec<usize> = (0..graph.units().len())
+            .filter(|&i| {
+                graph.units()[i].doc_id == doc.id && graph.units()[i].kind != UnitKind::Document
+            })
+            .collect();
+        doc_units.sort_by_key(|&i| graph.units()[i].ordinal);
+        let document_tokens: usize = doc_units.iter().map(|&i| graph.units()[i].tokens).sum();
+        let vectors: HashMap<usize, Vec<f32>> = semantic
+            .embeddings
+            .iter()
+            .filter_map(|e| Some((graph.index_of(&e.doc_id, &e.unit_id)?, e.vector.clone())))
+            .collect();
+        let budget = ((document_tokens as f64 * budget_share) as usize).max(200);
+        Ok(Indexed {
+            graph,
+            edges,
+            doc,
+            doc_units,
+            document_tokens,
+            vectors,
+            budget,
+        })
+    }
+
+    /// Every strategy's score (by strategy index) on one case, in graph indices.
+    fn scores(
+        &self,
+        strategies: &[Strategy],
+        targets: &[usize],
+        must: &[usize],
+        must_not: &[usize],
+        pipeline: &Pipeline,
+    ) -> Vec<(usize, CaseScore)> {
+        strategies
+            .iter()
+            .enumerate()
+            .map(|(s, strategy)| {
+                let limit = match strategy.method {
+                    Method::Full => usize::MAX,
+                    Method::Window(n) => n,
+                    _ => self.budget,
+                };
+                let r = strategy::retrieve(
+                    &strategy.method,
+                    &self.graph,
+                    &self.doc_units,
+                    targets,
+                    self.budget,
+                    pipeline.retrieve.depth,
+                    &self.vectors,
+                );
+                let sc = score(
+                    &r.units,
+                    r.tokens,
+                    limit,
+                    self.document_tokens,
+                    must,
+                    must_not,
+                );
+                (s, sc)
+            })
+            .collect()
+    }
+}
+
 /// Writes, indexes and scores one generated document.
 fn evaluate(
     out: &Path,
@@ -179,28 +287,13 @@ fn evaluate(
     let dir = out.join("documents").join(&g.name);
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("main.tex"), &g.source)?;
-    let graph_dir = out.join("graphs").join(&g.name);
-    let parts = pipeline.store.parts(&graph_dir)?;
-    let paths = [dir.clone()];
-    let job = crate::index::IndexJob {
-        paths: &paths,
-        out: &graph_dir,
-        parts: &parts,
-        index: pipeline.index,
-        related: pipeline.related,
-    };
-    crate::index::index(&job, pipeline.stage)?;
-    let graph = crate::retrieval::load(&graph_dir)?;
-    let edges = ledger_store::read_edges(&graph_dir)?;
-    let semantic = ledger_store::read_embeddings(&graph_dir)?;
-    // Gold units → parsed units by byte offset (the innermost unit holding the gold start).
-    let mut config = pipeline.index.clone();
-    config.count_tokens = false;
-    config.progress = false;
-    let parsed = crate::index::load(&paths, &config)?.docs;
-    let doc = parsed
-        .first()
-        .context("the generated document did not parse")?;
+    let ix = Indexed::new(
+        &out.join("graphs").join(&g.name),
+        &dir,
+        pipeline,
+        budget_share,
+    )?;
+    let (graph, doc) = (&ix.graph, &ix.doc);
     let mut gold_to_graph: Vec<Option<usize>> = Vec::with_capacity(g.units.len());
     let mut unit_to_gold: HashMap<String, usize> = HashMap::new();
     for (k, gu) in g.units.iter().enumerate() {
@@ -221,7 +314,7 @@ fn evaluate(
     }
     // Edge detection against the gold pairs.
     let mut predicted: [BTreeSet<(usize, usize)>; 3] = Default::default();
-    for e in &edges {
+    for e in &ix.edges {
         let (Some(&a), Some(&b)) = (unit_to_gold.get(&e.src_unit), unit_to_gold.get(&e.dst_unit))
         else {
             continue;
@@ -247,22 +340,6 @@ fn evaluate(
         Detection::of(&predicted[2], &gold_related),
     ];
     // Retrieval per case and strategy.
-    let doc_units: Vec<usize> = {
-        let mut v: Vec<usize> = (0..graph.units().len())
-            .filter(|&i| {
-                graph.units()[i].doc_id == doc.id && graph.units()[i].kind != UnitKind::Document
-            })
-            .collect();
-        v.sort_by_key(|&i| graph.units()[i].ordinal);
-        v
-    };
-    let document_tokens: usize = doc_units.iter().map(|&i| graph.units()[i].tokens).sum();
-    let vectors: HashMap<usize, Vec<f32>> = semantic
-        .embeddings
-        .iter()
-        .filter_map(|e| Some((graph.index_of(&e.doc_id, &e.unit_id)?, e.vector.clone())))
-        .collect();
-    let budget = ((document_tokens as f64 * budget_share) as usize).max(200);
     let map = |units: &[usize]| -> Vec<usize> {
         let mut v: Vec<usize> = units.iter().filter_map(|&u| gold_to_graph[u]).collect();
         v.sort_unstable();
@@ -280,26 +357,8 @@ fn evaluate(
             .into_iter()
             .filter(|u| !must.contains(u))
             .collect();
-        for (s, strategy) in strategies.iter().enumerate() {
-            let limit = match strategy.method {
-                Method::Full => usize::MAX,
-                Method::Window(n) => n,
-                _ => budget,
-            };
-            let r = strategy::retrieve(
-                &strategy.method,
-                &graph,
-                &doc_units,
-                &targets,
-                budget,
-                pipeline.retrieve.depth,
-                &vectors,
-            );
-            scores.push((
-                s,
-                case.category,
-                score(&r.units, r.tokens, limit, document_tokens, &must, &must_not),
-            ));
+        for (s, sc) in ix.scores(strategies, &targets, &must, &must_not, pipeline) {
+            scores.push((s, case.category, sc));
         }
     }
     let related_in_topic = predicted[2]
@@ -342,25 +401,13 @@ fn evaluate_real(
         )
         .expect("valid")
     });
-    let graph_dir = out.join("graphs").join(format!("real-{name}"));
-    let parts = pipeline.store.parts(&graph_dir)?;
-    let paths = [main.to_path_buf()];
-    let job = crate::index::IndexJob {
-        paths: &paths,
-        out: &graph_dir,
-        parts: &parts,
-        index: pipeline.index,
-        related: pipeline.related,
-    };
-    crate::index::index(&job, pipeline.stage)?;
-    let graph = crate::retrieval::load(&graph_dir)?;
-    let edges = ledger_store::read_edges(&graph_dir)?;
-    let semantic = ledger_store::read_embeddings(&graph_dir)?;
-    let mut config = pipeline.index.clone();
-    config.count_tokens = false;
-    config.progress = false;
-    let parsed = crate::index::load(&paths, &config)?.docs;
-    let doc = parsed.first().context("the document did not parse")?;
+    let ix = Indexed::new(
+        &out.join("graphs").join(format!("real-{name}")),
+        main,
+        pipeline,
+        budget_share,
+    )?;
+    let (graph, doc) = (&ix.graph, &ix.doc);
     let by_label: HashMap<&str, usize> = doc
         .units
         .iter()
@@ -402,7 +449,8 @@ fn evaluate_real(
         .enumerate()
         .map(|(i, u)| (u.id.as_str(), i))
         .collect();
-    let predicted: BTreeSet<(usize, usize)> = edges
+    let predicted: BTreeSet<(usize, usize)> = ix
+        .edges
         .iter()
         .filter(|e| e.kind == EdgeKind::References && e.src_doc == doc.id && e.dst_doc == doc.id)
         .filter(|e| {
@@ -426,22 +474,6 @@ fn evaluate_real(
     ];
     // Cases: one per referred-to unit.
     let to_graph = |i: usize| graph.index_of(&doc.id, &doc.units[i].id);
-    let doc_units: Vec<usize> = {
-        let mut v: Vec<usize> = (0..graph.units().len())
-            .filter(|&i| {
-                graph.units()[i].doc_id == doc.id && graph.units()[i].kind != UnitKind::Document
-            })
-            .collect();
-        v.sort_by_key(|&i| graph.units()[i].ordinal);
-        v
-    };
-    let document_tokens: usize = doc_units.iter().map(|&i| graph.units()[i].tokens).sum();
-    let vectors: HashMap<usize, Vec<f32>> = semantic
-        .embeddings
-        .iter()
-        .filter_map(|e| Some((graph.index_of(&e.doc_id, &e.unit_id)?, e.vector.clone())))
-        .collect();
-    let budget = ((document_tokens as f64 * budget_share) as usize).max(200);
     let mut referrers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for &(r, t) in &gold {
         referrers.entry(t).or_default().push(r);
@@ -459,26 +491,8 @@ fn evaluate_real(
         must.push(target);
         must.sort_unstable();
         must.dedup();
-        for (s, strategy) in strategies.iter().enumerate() {
-            let limit = match strategy.method {
-                Method::Full => usize::MAX,
-                Method::Window(n) => n,
-                _ => budget,
-            };
-            let r = strategy::retrieve(
-                &strategy.method,
-                &graph,
-                &doc_units,
-                &[target],
-                budget,
-                pipeline.retrieve.depth,
-                &vectors,
-            );
-            scores.push((
-                s,
-                category,
-                score(&r.units, r.tokens, limit, document_tokens, &must, &[]),
-            ));
+        for (s, sc) in ix.scores(strategies, &[target], &must, &[], pipeline) {
+            scores.push((s, category, sc));
         }
     }
     Ok(DocResult {
