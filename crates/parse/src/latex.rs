@@ -769,20 +769,7 @@ impl Latex {
             return after;
         }
         // Verbatim-like: raw content up to the matching \end.
-        if matches!(
-            base,
-            "verbatim"
-                | "Verbatim"
-                | "lstlisting"
-                | "minted"
-                | "comment"
-                | "BVerbatim"
-                | "LVerbatim"
-                | "alltt"
-                | "code"
-                | "lean"
-                | "filecontents"
-        ) {
+        if verbatim_env(base) {
             let close = format!("\\end{{{name}}}");
             let end = match find_from(text, after, &close) {
                 Some(k) => k + close.len(),
@@ -1894,6 +1881,24 @@ fn bib_entries(text: &str) -> Vec<(usize, usize, String, String)> {
 
 /// The counters of `enumerate` levels 1–4.
 const ENUM_COUNTERS: [&str; 4] = ["enumi", "enumii", "enumiii", "enumiv"];
+
+/// Verbatim-like environments (starred or not): their content is raw, not LaTeX.
+pub(crate) fn verbatim_env(name: &str) -> bool {
+    matches!(
+        name.trim_end_matches('*'),
+        "verbatim"
+            | "Verbatim"
+            | "lstlisting"
+            | "minted"
+            | "comment"
+            | "BVerbatim"
+            | "LVerbatim"
+            | "alltt"
+            | "code"
+            | "lean"
+            | "filecontents"
+    )
+}
 
 /// `Some((per_line, numbered))` for display-math environments.
 pub(crate) fn math_env(name: &str) -> Option<(bool, bool)> {

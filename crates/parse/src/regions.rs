@@ -2,7 +2,7 @@
 //! or reference key, a link target, or markup. Bulk edits of words (`ledger rename-term`) search
 //! only the kinds they are asked to.
 
-use crate::latex::{arg, is_cite, math_env, non_text_args, opt};
+use crate::latex::{arg, is_cite, math_env, non_text_args, opt, verbatim_env};
 use ledger_core::Format;
 use pulldown_cmark::{Event, LinkType, Parser, Tag, TagEnd};
 use regex::Regex;
@@ -286,24 +286,6 @@ fn markdown(text: &str) -> Vec<Region> {
     }
     out.sort_by_key(|r| (r.start, r.end));
     out
-}
-
-/// Verbatim-like environments: their content is code.
-fn verbatim_env(name: &str) -> bool {
-    matches!(
-        name.trim_end_matches('*'),
-        "verbatim"
-            | "Verbatim"
-            | "lstlisting"
-            | "minted"
-            | "comment"
-            | "BVerbatim"
-            | "LVerbatim"
-            | "alltt"
-            | "code"
-            | "lean"
-            | "filecontents"
-    )
 }
 
 /// Reference and label commands: their brace arguments are keys.
