@@ -79,6 +79,23 @@ pub struct UsageSnapshot {
 }
 
 impl Usage {
+    /// Adds the tokens a chat completion reports; returns them (prompt, completion).
+    pub fn add_chat(
+        &self,
+        usage: Option<&async_openai::types::chat::CompletionUsage>,
+    ) -> (u64, u64) {
+        let Some(usage) = usage else {
+            return (0, 0);
+        };
+        let (p, c) = (
+            u64::from(usage.prompt_tokens),
+            u64::from(usage.completion_tokens),
+        );
+        self.prompt_tokens.fetch_add(p, Ordering::Relaxed);
+        self.completion_tokens.fetch_add(c, Ordering::Relaxed);
+        (p, c)
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> UsageSnapshot {
         UsageSnapshot {

@@ -11,7 +11,6 @@ use async_openai::types::chat::{
     CreateChatCompletionRequestArgs, ResponseFormat, ResponseFormatJsonSchema,
 };
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::Ordering;
 
 /// Bump whenever the prompt or the answer format changes.
 pub const EDIT_PROMPT_VERSION: u32 = 1;
@@ -177,13 +176,7 @@ impl LlmEditor {
                             .build()
                             .map_err(|e| AttemptError::Permanent(e.to_string()))?;
                         let response = client.openai().chat().create(request).await?;
-                        if let Some(usage) = &response.usage {
-                            let u = client.usage();
-                            u.prompt_tokens
-                                .fetch_add(u64::from(usage.prompt_tokens), Ordering::Relaxed);
-                            u.completion_tokens
-                                .fetch_add(u64::from(usage.completion_tokens), Ordering::Relaxed);
-                        }
+                        client.usage().add_chat(response.usage.as_ref());
                         let content = response
                             .choices
                             .into_iter()

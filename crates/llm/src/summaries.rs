@@ -12,7 +12,6 @@ use futures::stream::{self, StreamExt};
 use ledger_core::UnitKind;
 use ledger_embed::EmbedError;
 use ledger_embed::summary::{Summarizer, SummaryInput, plain_text, summarize};
-use std::sync::atomic::Ordering;
 
 /// Version of the prompts below; part of the summarizer's name, hence of the cache key.
 pub const PROMPT_VERSION: u32 = 1;
@@ -58,13 +57,7 @@ impl LlmSummarizer {
                         .build()
                         .map_err(|e| AttemptError::Permanent(e.to_string()))?;
                     let response = self.client.openai().chat().create(request).await?;
-                    if let Some(usage) = &response.usage {
-                        let u = self.client.usage();
-                        u.prompt_tokens
-                            .fetch_add(u64::from(usage.prompt_tokens), Ordering::Relaxed);
-                        u.completion_tokens
-                            .fetch_add(u64::from(usage.completion_tokens), Ordering::Relaxed);
-                    }
+                    self.client.usage().add_chat(response.usage.as_ref());
                     let text = response
                         .choices
                         .into_iter()

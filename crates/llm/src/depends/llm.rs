@@ -91,17 +91,9 @@ impl LlmJudge {
                         .build()
                         .map_err(|e| AttemptError::Permanent(e.to_string()))?;
                     let response = self.client.openai().chat().create(request).await?;
-                    if let Some(usage) = &response.usage {
-                        let (p, c) = (
-                            u64::from(usage.prompt_tokens),
-                            u64::from(usage.completion_tokens),
-                        );
-                        prompt_tokens.fetch_add(p, Ordering::Relaxed);
-                        completion_tokens.fetch_add(c, Ordering::Relaxed);
-                        let u = self.client.usage();
-                        u.prompt_tokens.fetch_add(p, Ordering::Relaxed);
-                        u.completion_tokens.fetch_add(c, Ordering::Relaxed);
-                    }
+                    let (p, c) = self.client.usage().add_chat(response.usage.as_ref());
+                    prompt_tokens.fetch_add(p, Ordering::Relaxed);
+                    completion_tokens.fetch_add(c, Ordering::Relaxed);
                     let content = response
                         .choices
                         .into_iter()
