@@ -546,12 +546,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             dry_run,
         } => {
             let refused = edit::relabel(&paths, &config.index, &old, &new, dry_run)?;
-            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
-            Ok(if refused {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            edited(refused, dry_run, &paths, graph.as_deref(), &config)
         }
         Command::RenameTerm {
             old,
@@ -562,12 +557,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             dry_run,
         } => {
             let refused = edit::rename_term(&paths, &config.index, &old, &new, &include, dry_run)?;
-            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
-            Ok(if refused {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            edited(refused, dry_run, &paths, graph.as_deref(), &config)
         }
         Command::Insert {
             before,
@@ -588,12 +578,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let refused =
                 edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
-            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
-            Ok(if refused {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            edited(refused, dry_run, &paths, graph.as_deref(), &config)
         }
         Command::Delete {
             unit,
@@ -606,12 +591,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let edit = edit::Structural::Delete { unit: &unit };
             let refused =
                 edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, force)?;
-            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
-            Ok(if refused {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            edited(refused, dry_run, &paths, graph.as_deref(), &config)
         }
         Command::Move {
             unit,
@@ -627,12 +607,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let refused =
                 edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
-            updated(refused || dry_run, &paths, graph.as_deref(), &config)?;
-            Ok(if refused {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            edited(refused, dry_run, &paths, graph.as_deref(), &config)
         }
         Command::Edit {
             graph,
@@ -652,12 +627,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 dry_run,
             };
             let refused = edit::llm_edit(&paths, &config, args)?;
-            updated(refused || dry_run, &paths, Some(&graph), &config)?;
-            Ok(if refused {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            edited(refused, dry_run, &paths, Some(&graph), &config)
         }
         Command::Undo { path } => {
             edit::undo(&path)?;
@@ -765,22 +735,24 @@ fn parse_region(name: &str) -> Result<RegionKind, String> {
     }
 }
 
-/// After an edit that was written, updates `graph` (when given) from `paths` as `ledger index`
-/// would, with the judge, summarizer and embedder the graph was built with: unchanged documents
-/// are reused whole, and in a changed one only the units whose DEPENDS candidates or summaries
-/// changed are judged or embedded again.
-fn updated(
-    unchanged: bool,
+/// What an edit command ends with: when the edit was written, updates `graph` (when given)
+/// from `paths` as `ledger index` would, with the judge, summarizer and embedder the graph was
+/// built with (unchanged documents are reused whole, and in a changed one only the units whose
+/// DEPENDS candidates or summaries changed are judged or embedded again); exit 1 when the edit
+/// was refused.
+fn edited(
+    refused: bool,
+    dry_run: bool,
     paths: &[PathBuf],
     graph: Option<&std::path::Path>,
     config: &config::Config,
-) -> Result<()> {
-    let Some(out) = graph else {
-        return Ok(());
-    };
-    if unchanged {
-        return Ok(());
+) -> Result<ExitCode> {
+    if refused {
+        return Ok(ExitCode::from(1));
     }
+    let Some(out) = graph.filter(|_| !dry_run) else {
+        return Ok(ExitCode::SUCCESS);
+    };
     // The pipeline the graph was built with: its judge, summarizer and embedder.
     let judge = ledger_store::read_judgments(out)?.first().map(|(_, j)| {
         if j.judge.starts_with("llm:") {
@@ -829,5 +801,6 @@ fn updated(
         related: &r,
     };
     eprintln!("updating the graph {}", out.display());
-    index::index(&job, &stage)
+    index::index(&job, &stage)?;
+    Ok(ExitCode::SUCCESS)
 }
