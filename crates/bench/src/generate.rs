@@ -1,4 +1,4 @@
-//! Seeded LaTeX documents with ground truth, and edit cases over them.
+//! Seeded LaTeX and Markdown documents with ground truth, and edit cases over them.
 //!
 //! A document is a run of sections, each on one topic (its vocabulary makes topic clusters):
 //! definitions of new terms, a notation equation, lemmas and theorems that use earlier terms
@@ -7,8 +7,12 @@
 //! construction …", gold DEPENDS on the paragraph before) and paragraphs that restate an earlier
 //! one (gold RELATED). The generator numbers everything as LaTeX would and records where each unit
 //! starts, so that parsed units can be matched to gold ones by byte offset.
+//!
+//! The Markdown rendering has the same units and ground truth: headings with `{#sec-N}`,
+//! theorem-likes and float captions as paragraphs named by an inline `<a id>`, display math, and
+//! every explicit reference a link to its anchor (Markdown prints no numbers of its own).
 
-use ledger_core::UnitKind;
+use ledger_core::{Format, UnitKind};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -22,6 +26,8 @@ pub struct Spec {
     pub seed: u64,
     /// Approximate size in cl100k tokens.
     pub tokens: usize,
+    /// LaTeX or Markdown (a single file).
+    pub format: Format,
 }
 
 /// A unit of a generated document.
@@ -99,6 +105,52 @@ pub struct Case {
     pub must_change: Vec<usize>,
     /// Units an edit must leave alone.
     pub must_not_change: Vec<usize>,
+    /// The edit a tool makes without a model, when the case has one.
+    pub edit: Option<DeterministicEdit>,
+}
+
+/// An edit of a case that needs no model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum DeterministicEdit {
+    /// Rename a term everywhere (`ledger rename-term`); the plurals as the document writes them.
+    RenameTerm {
+        /// The term.
+        old: String,
+        /// Its new name.
+        new: String,
+        /// The plural of the term in the document.
+        old_plural: String,
+        /// The plural the new name takes.
+        new_plural: String,
+    },
+    /// Insert a section before a section (`ledger insert`): later sections' numbers shift.
+    InsertSection {
+        /// The section it goes before (index into [`Generated::units`]).
+        before: usize,
+        /// The source inserted (it names no unit).
+        text: String,
+    },
+}
+
+fn starts_with_vowel(word: &str) -> bool {
+    word.starts_with(['a', 'e', 'i', 'o', 'u'])
+}
+
+/// "a" or "an" before `word`.
+fn article(word: &str) -> &'static str {
+    if starts_with_vowel(word) { "an" } else { "a" }
+}
+
+/// The plural of a term as the generator writes it.
+pub fn plural(name: &str) -> String {
+    if name.ends_with('s') || name.ends_with('x') || name.ends_with("ch") {
+        format!("{name}es")
+    } else if name.ends_with('y') && !name.ends_with("ey") {
+        format!("{}ies", &name[..name.len() - 1])
+    } else {
+        format!("{name}s")
+    }
 }
 
 /// A generated document with its ground truth and cases.
@@ -106,7 +158,10 @@ pub struct Case {
 pub struct Generated {
     /// Name (`gen-5k-s1`).
     pub name: String,
-    /// The LaTeX source (one file).
+    /// LaTeX or Markdown.
+    pub format: Format,
+    /// The source (one file; not in the gold JSON, which sits beside it).
+    #[serde(skip_serializing)]
     pub source: String,
     /// Its units in document order (sections, paragraphs, floats, equations, theorem-likes).
     pub units: Vec<GoldUnit>,
@@ -120,6 +175,23 @@ pub struct Generated {
     pub related: BTreeSet<(usize, usize)>,
     /// Edit cases.
     pub cases: Vec<Case>,
+}
+
+impl Generated {
+    /// Each unit's byte range in the source: from its start to the next unit's start (the last
+    /// one to `\end{document}`); a section's range is its heading.
+    pub fn spans(&self) -> Vec<(usize, usize)> {
+        let end = self
+            .source
+            .rfind("\\end{document}")
+            .filter(|_| self.format == Format::Latex)
+            .unwrap_or(self.source.len());
+        self.units
+            .iter()
+            .enumerate()
+            .map(|(k, u)| (u.start, self.units.get(k + 1).map_or(end, |n| n.start)))
+            .collect()
+    }
 }
 
 const TOPICS: [(&str, [&str; 12]); 8] = [
@@ -319,6 +391,8 @@ struct Symbol {
 /// The generator's state while it writes.
 struct Writer {
     rng: ChaCha8Rng,
+    /// Markdown instead of LaTeX.
+    md: bool,
     /// Topic of the section being written.
     topic: usize,
     src: String,
@@ -368,6 +442,36 @@ impl Writer {
         self.counters[counter].to_string()
     }
 
+    /// The label of a numbered unit: `sec:3` in LaTeX, the anchor `sec-3` in Markdown.
+    fn label(&self, prefix: &str, number: &str) -> String {
+        if self.md {
+            format!("{prefix}-{number}")
+        } else {
+            format!("{prefix}:{number}")
+        }
+    }
+
+    /// A reference by printed number ("Lemma 2", "Eq. (3)"); in Markdown a link to the anchor.
+    fn by_number(&self, printed: &str, label: &str) -> String {
+        if self.md {
+            format!("[{printed}](#{label})")
+        } else {
+            printed.to_string()
+        }
+    }
+
+    /// A theorem-like block: a LaTeX environment, or a Markdown paragraph named by its anchor.
+    fn block(&mut self, env: &str, label: &str, number: &str, body: &str) {
+        let text = if self.md {
+            let mut word = env.to_string();
+            word[..1].make_ascii_uppercase();
+            format!("<a id=\"{label}\"></a>**{word} {number}.** {body}\n\n")
+        } else {
+            format!("\\begin{{{env}}}\\label{{{label}}}\n{body}\n\\end{{{env}}}\n\n")
+        };
+        self.src.push_str(&text);
+    }
+
     fn words(&mut self, topic: usize, n: usize) -> String {
         let list = &TOPICS[topic].1;
         (0..n)
@@ -399,14 +503,16 @@ impl Writer {
     fn section(&mut self, topic: usize) {
         self.topic = topic;
         let number = self.next(0);
-        let label = format!("sec:{number}");
+        let label = self.label("sec", &number);
         let s = self.unit(label.clone(), UnitKind::Section);
         self.numbers[s] = Some(number.clone());
         self.sections.push((s, Vec::new()));
         let title = TOPICS[topic].0;
-        self.src.push_str(&format!(
-            "\\section{{{title} {number}}}\\label{{{label}}}\n\n"
-        ));
+        self.src.push_str(&if self.md {
+            format!("## {title} {number} {{#{label}}}\n\n")
+        } else {
+            format!("\\section{{{title} {number}}}\\label{{{label}}}\n\n")
+        });
         // Intro paragraph; from the third section on it names an earlier section by number.
         let p = self.paragraph_start();
         let mut text = format!(
@@ -418,7 +524,8 @@ impl Writer {
             let k = self.rng.random_range(0..self.sections.len() - 1);
             let (target, _) = self.sections[k];
             let n = self.numbers[target].clone().unwrap_or_default();
-            text.push_str(&format!(" It builds on Section {n}."));
+            let named = self.by_number(&format!("Section {n}"), &self.units[target].id);
+            text.push_str(&format!(" It builds on {named}."));
             self.refer(p, target);
             self.section_mentions.push((p, target));
         }
@@ -448,9 +555,9 @@ impl Writer {
 
     fn definition(&mut self, topic: usize) {
         let number = self.next(1);
-        let label = format!("def:{number}");
+        let label = self.label("def", &number);
         let d = self.unit(label.clone(), UnitKind::Theorem);
-        self.numbers[d] = Some(number);
+        self.numbers[d] = Some(number.clone());
         // A new term: adjective + topic noun, unique in the document.
         let name = loop {
             let a = ADJECTIVES.choose(&mut self.rng).unwrap_or(&"new");
@@ -460,15 +567,15 @@ impl Writer {
                 break name;
             }
         };
-        let plural = if name.ends_with('s') || name.ends_with('x') || name.ends_with("ch") {
-            format!("{name}es")
-        } else if name.ends_with('y') && !name.ends_with("ey") {
-            format!("{}ies", &name[..name.len() - 1])
+        let plural = plural(&name);
+        let emph = if self.md {
+            format!("*{name}*")
         } else {
-            format!("{name}s")
+            format!("\\emph{{{name}}}")
         };
         let mut body = format!(
-            "A \\emph{{{name}}} is a {} whose {} is controlled by its {}",
+            "{} {emph} is a {} whose {} is controlled by its {}",
+            if starts_with_vowel(&name) { "An" } else { "A" },
             self.words(topic, 1),
             self.words(topic, 1),
             self.words(topic, 1)
@@ -484,9 +591,7 @@ impl Writer {
             def: d,
             topic,
         });
-        self.src.push_str(&format!(
-            "\\begin{{definition}}\\label{{{label}}}\n{body}\n\\end{{definition}}\n\n"
-        ));
+        self.block("definition", &label, &number, &body);
     }
 
     fn equation(&mut self, topic: usize) {
@@ -499,17 +604,26 @@ impl Writer {
         let k = self.symbols.len() + 1;
         let tex = format!("\\sigma_{{{k}}}");
         let measure = self.words(topic, 1);
-        self.src
-            .push_str(&format!("For a {term} $x$ we measure its {measure} by\n"));
+        self.src.push_str(&format!(
+            "For {} {term} $x$ we measure its {measure} by\n",
+            article(&term)
+        ));
+        if self.md {
+            self.src.push('\n');
+        }
         let number = self.next(4);
-        let label = format!("eq:{number}");
+        let label = self.label("eq", &number);
         let e = self.unit(label.clone(), UnitKind::Equation);
         self.numbers[e] = Some(number);
+        // The display depends on the term's definition without naming it.
         self.depends.insert((e, self.terms[t].def));
-        self.uses_term[e].push(t);
-        self.src.push_str(&format!(
-            "\\begin{{equation}}\\label{{{label}}}\n{tex}(x) = \\sum_{{y \\in x}} w(y).\n\\end{{equation}}\n\n"
-        ));
+        self.src.push_str(&if self.md {
+            format!("$${tex}(x) = \\sum_{{y \\in x}} w(y).$$ <a id=\"{label}\"></a>\n\n")
+        } else {
+            format!(
+                "\\begin{{equation}}\\label{{{label}}}\n{tex}(x) = \\sum_{{y \\in x}} w(y).\n\\end{{equation}}\n\n"
+            )
+        });
         self.symbols.push(Symbol {
             tex,
             eq: e,
@@ -519,15 +633,16 @@ impl Writer {
 
     fn lemma(&mut self, topic: usize) {
         let number = self.next(2);
-        let label = format!("lem:{number}");
+        let label = self.label("lem", &number);
         let l = self.unit(label.clone(), UnitKind::Theorem);
-        self.numbers[l] = Some(number);
+        self.numbers[l] = Some(number.clone());
         let mut body = String::from("Every ");
         match self.earlier_term(Some(topic)) {
             Some(t) => body.push_str(&self.use_term(l, t)),
             None => body.push_str(&self.words(topic, 1)),
         }
-        body.push_str(&format!(" has a {} of size at most", self.words(topic, 1)));
+        let noun = self.words(topic, 1);
+        body.push_str(&format!(" has {} {noun} of size at most", article(&noun)));
         if let Some(s) = self
             .symbols
             .iter()
@@ -535,6 +650,13 @@ impl Writer {
         {
             let (tex, eq) = (self.symbols[s].tex.clone(), self.symbols[s].eq);
             body.push_str(&format!(" ${tex}(x)$"));
+            if self.md {
+                // Markdown names the equation by link (the LaTeX leaves it implicit).
+                let n = self.numbers[eq].clone().unwrap_or_default();
+                let named = self.by_number(&format!("Eq. ({n})"), &self.units[eq].id);
+                body.push_str(&format!(" as in {named}"));
+                self.refer(l, eq);
+            }
             self.depends.insert((l, eq));
             self.uses_symbol[l].push(s);
         } else {
@@ -542,25 +664,24 @@ impl Writer {
         }
         body.push('.');
         self.lemmas.push(l);
-        self.src.push_str(&format!(
-            "\\begin{{lemma}}\\label{{{label}}}\n{body}\n\\end{{lemma}}\n\n"
-        ));
+        self.block("lemma", &label, &number, &body);
     }
 
     fn theorem(&mut self, topic: usize) {
         let number = self.next(3);
-        let label = format!("thm:{number}");
+        let label = self.label("thm", &number);
         let t = self.unit(label.clone(), UnitKind::Theorem);
-        self.numbers[t] = Some(number);
+        self.numbers[t] = Some(number.clone());
         let mut body = String::new();
         // It rests on the latest lemma, named by \ref or by number.
         if let Some(&l) = self.lemmas.last() {
             self.refer(t, l);
-            if self.rng.random_bool(0.5) {
+            if !self.md && self.rng.random_bool(0.5) {
                 body.push_str(&format!("By Lemma~\\ref{{{}}}, every ", self.units[l].id));
             } else {
                 let n = self.numbers[l].clone().unwrap_or_default();
-                body.push_str(&format!("By Lemma {n}, every "));
+                let named = self.by_number(&format!("Lemma {n}"), &self.units[l].id);
+                body.push_str(&format!("By {named}, every "));
             }
         } else {
             body.push_str("Every ");
@@ -571,9 +692,7 @@ impl Writer {
         }
         body.push_str(" can be found in time $O(n \\log n)$.");
         self.theorems.push(t);
-        self.src.push_str(&format!(
-            "\\begin{{theorem}}\\label{{{label}}}\n{body}\n\\end{{theorem}}\n\n"
-        ));
+        self.block("theorem", &label, &number, &body);
     }
 
     fn float(&mut self, topic: usize) {
@@ -584,7 +703,7 @@ impl Writer {
             _ => ("algorithm", 7, "alg", UnitKind::Algorithm, "Algorithm"),
         };
         let number = self.next(counter);
-        let label = format!("{prefix}:{number}");
+        let label = self.label(prefix, &number);
         let f = self.unit(label.clone(), kind);
         self.numbers[f] = Some(number.clone());
         let caption = format!(
@@ -592,22 +711,36 @@ impl Writer {
             self.words(topic, 1),
             self.words(topic, 1)
         );
-        let body = match env {
-            "figure" => "\\centering\n\\includegraphics{plot.png}\n".to_string(),
-            "table" => {
-                "\\centering\n\\begin{tabular}{ll}\nsize & time \\\\\n\\end{tabular}\n".to_string()
-            }
-            _ => "\\begin{algorithmic}\n\\State scan the input\n\\end{algorithmic}\n".to_string(),
-        };
-        self.src.push_str(&format!(
-            "\\begin{{{env}}}\n{body}\\caption{{{caption}}}\\label{{{label}}}\n\\end{{{env}}}\n\n"
-        ));
+        if self.md {
+            // The caption paragraph carries the anchor; the content follows it.
+            let content = match env {
+                "figure" => "![plot](plot.png)\n",
+                "table" => "| size | time |\n|---|---|\n| 10 | 3 |\n",
+                _ => "```text\nscan the input\n```\n",
+            };
+            self.src.push_str(&format!(
+                "<a id=\"{label}\"></a>**{word} {number}.** {caption}\n\n{content}\n"
+            ));
+        } else {
+            let body = match env {
+                "figure" => "\\centering\n\\includegraphics{plot.png}\n".to_string(),
+                "table" => "\\centering\n\\begin{tabular}{ll}\nsize & time \\\\\n\\end{tabular}\n"
+                    .to_string(),
+                _ => {
+                    "\\begin{algorithmic}\n\\State scan the input\n\\end{algorithmic}\n".to_string()
+                }
+            };
+            self.src.push_str(&format!(
+                "\\begin{{{env}}}\n{body}\\caption{{{caption}}}\\label{{{label}}}\n\\end{{{env}}}\n\n"
+            ));
+        }
         self.floats.push(f);
         // A paragraph that describes it, by number.
         let p = self.paragraph_start();
         self.refer(p, f);
+        let named = self.by_number(&format!("{word} {number}"), &label);
         let mut text = format!(
-            "{word} {number} shows the {} for growing inputs",
+            "{named} shows the {} for growing inputs",
             self.words(topic, 2)
         );
         if let Some(t) = self.earlier_term(Some(topic)) {
@@ -654,7 +787,8 @@ impl Writer {
             && self.rng.random_bool(0.4)
         {
             let n = self.numbers[th].clone().unwrap_or_default();
-            text.push_str(&format!("Theorem {n} makes this precise. "));
+            let named = self.by_number(&format!("Theorem {n}"), &self.units[th].id);
+            text.push_str(&format!("{named} makes this precise. "));
             self.refer(p, th);
         }
         text.push_str(FILLER.choose(&mut self.rng).unwrap_or(&""));
@@ -666,8 +800,10 @@ impl Writer {
 
 /// Generates one document and its cases.
 pub fn generate(name: &str, spec: Spec) -> Generated {
+    let md = spec.format != Format::Latex;
     let mut w = Writer {
         rng: ChaCha8Rng::seed_from_u64(spec.seed),
+        md,
         topic: 0,
         src: String::new(),
         units: Vec::new(),
@@ -688,11 +824,15 @@ pub fn generate(name: &str, spec: Spec) -> Generated {
         floats: Vec::new(),
         paragraphs: Vec::new(),
     };
-    w.src.push_str(
+    if md {
+        w.src.push_str("# Generated manual\n\n");
+    } else {
+        w.src.push_str(
         "\\documentclass{article}\n\\usepackage{amsmath,amsthm,graphicx,algorithm,algpseudocode}\n\
          \\newtheorem{theorem}{Theorem}\n\\newtheorem{lemma}{Lemma}\n\\newtheorem{definition}{Definition}\n\
          \\begin{document}\n\n",
-    );
+        );
+    }
     // About 4 characters per token.
     let mut topic = (spec.seed as usize) % TOPICS.len();
     while w.src.len() < spec.tokens * 4 {
@@ -701,7 +841,9 @@ pub fn generate(name: &str, spec: Spec) -> Generated {
             topic = w.rng.random_range(0..TOPICS.len());
         }
     }
-    w.src.push_str("\\end{document}\n");
+    if !md {
+        w.src.push_str("\\end{document}\n");
+    }
     // Related pairs that also reference or depend are not RELATED edges.
     let linked: BTreeSet<(usize, usize)> = w
         .references
@@ -713,6 +855,7 @@ pub fn generate(name: &str, spec: Spec) -> Generated {
     let cases = cases(&mut w, name);
     Generated {
         name: name.to_string(),
+        format: if md { Format::Markdown } else { Format::Latex },
         source: w.src,
         units: w.units,
         references: w.references,
@@ -761,7 +904,8 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
                     category: Category,
                     instruction: String,
                     targets: Vec<usize>,
-                    must: Vec<usize>| {
+                    must: Vec<usize>,
+                    edit: Option<DeterministicEdit>| {
         let must_change = sorted(targets.iter().copied().chain(must).collect());
         let must_not_change = unrelated(w, &must_change, 5);
         let n = out
@@ -776,6 +920,7 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             targets,
             must_change,
             must_not_change,
+            edit,
         });
     };
     for &t in &w.theorems.clone() {
@@ -789,10 +934,17 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             ),
             vec![t],
             deps,
+            None,
         );
     }
     for k in 0..w.terms.len() {
         let (name_k, def) = (w.terms[k].name.clone(), w.terms[k].def);
+        let rename = DeterministicEdit::RenameTerm {
+            old: name_k.clone(),
+            new: format!("{name_k} family"),
+            old_plural: w.terms[k].plural.clone(),
+            new_plural: plural(&format!("{name_k} family")),
+        };
         let users: Vec<usize> = (0..w.units.len())
             .filter(|&u| w.uses_term[u].contains(&k))
             .collect();
@@ -802,6 +954,7 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             format!("Rename the term \"{name_k}\" to \"{name_k} family\" everywhere."),
             vec![def],
             users,
+            Some(rename),
         );
         let number = w.numbers[def].clone().unwrap_or_default();
         let deps = dependents(w, def);
@@ -813,6 +966,7 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             ),
             vec![def],
             deps,
+            None,
         );
     }
     for s in 0..w.symbols.len() {
@@ -827,6 +981,7 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             format!("Write ${tex}$ as $\\tau$ in Eq. ({number}) and wherever it is used."),
             vec![eq],
             users,
+            None,
         );
     }
     // Inserting a section before section k shifts every later section's number: the units
@@ -836,10 +991,11 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
         let number = w.numbers[sec].clone().unwrap_or_default();
         // Every later section gets a new number: they are all targets of the edit.
         let shifted: Vec<usize> = w.sections[k..].iter().map(|(s, _)| *s).collect();
+        // In LaTeX the units naming them by number change; Markdown names them by link.
         let mentions: Vec<usize> = w
             .section_mentions
             .iter()
-            .filter(|(_, s)| shifted.contains(s))
+            .filter(|(_, s)| shifted.contains(s) && !w.md)
             .map(|(u, _)| *u)
             .collect();
         push(
@@ -848,6 +1004,15 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             format!("Insert a new section on related work before Section {number}."),
             shifted,
             mentions,
+            Some(DeterministicEdit::InsertSection {
+                before: sec,
+                text: if w.md {
+                    "## Related work {#sec-related}\n\nEarlier treatments of these questions are surveyed here.\n"
+                } else {
+                    "\\section{Related work}\\label{sec:related}\n\nEarlier treatments of these questions are surveyed here.\n"
+                }
+                .into(),
+            }),
         );
     }
     for &f in &w.floats.clone() {
@@ -866,6 +1031,7 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             ),
             vec![f],
             deps,
+            None,
         );
     }
     for &p in &w.paragraphs.clone() {
@@ -881,6 +1047,7 @@ fn cases(w: &mut Writer, name: &str) -> Vec<Case> {
             ),
             vec![p],
             Vec::new(),
+            None,
         );
     }
     out
@@ -897,6 +1064,7 @@ mod tests {
             Spec {
                 seed: 7,
                 tokens: 5_000,
+                format: Format::Latex,
             },
         );
         let b = generate(
@@ -904,6 +1072,7 @@ mod tests {
             Spec {
                 seed: 7,
                 tokens: 5_000,
+                format: Format::Latex,
             },
         );
         assert_eq!(a.source, b.source);
@@ -913,6 +1082,7 @@ mod tests {
             Spec {
                 seed: 7,
                 tokens: 50_000,
+                format: Format::Latex,
             },
         );
         assert!(
@@ -935,6 +1105,40 @@ mod tests {
             for &(x, y) in &g.depends {
                 assert!(y < x, "a prerequisite comes earlier");
             }
+        }
+    }
+
+    #[test]
+    fn the_independent_numbering_finds_exactly_the_gold_references() {
+        for format in [Format::Latex, Format::Markdown] {
+            let g = generate(
+                "a",
+                Spec {
+                    seed: 3,
+                    tokens: 20_000,
+                    format,
+                },
+            );
+            let spans = g.spans();
+            let by_id: std::collections::HashMap<&str, usize> = g
+                .units
+                .iter()
+                .enumerate()
+                .map(|(k, u)| (u.id.as_str(), k))
+                .collect();
+            let found: BTreeSet<(usize, usize)> = crate::check::references(&g.source, g.format)
+                .iter()
+                .map(|r| {
+                    let from = spans
+                        .iter()
+                        .position(|&(s, e)| s <= r.at && r.at < e)
+                        .expect("inside a unit");
+                    let to = r.target.as_deref().expect("every reference resolves");
+                    (from, by_id[to])
+                })
+                .collect();
+            assert!(g.references.len() > 50);
+            assert_eq!(found, g.references, "{format:?}");
         }
     }
 }

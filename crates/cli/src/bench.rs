@@ -1,5 +1,6 @@
 //! `ledger bench parse`: parse + reference-extraction throughput (see `ledger_parse::bench`).
 //! `ledger bench distributed`: documents/s of the embedded mode and of 1, 2, 4 workers.
+//! `ledger bench generate`: one generated document with its ground truth.
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
@@ -34,6 +35,26 @@ pub enum Which {
         #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
         workers: Vec<usize>,
     },
+    /// Writes one generated document with its ground truth: `OUT/NAME/main.tex` (or `main.md`)
+    /// and `OUT/NAME/gold.json` (units, gold REFERENCES/DEPENDS/RELATED pairs as unit indices,
+    /// edit cases).
+    Generate {
+        /// Folder the document's folder goes in.
+        #[arg(long)]
+        out: PathBuf,
+        /// Name of the document (and of its folder).
+        #[arg(long)]
+        name: String,
+        /// Approximate size in cl100k tokens.
+        #[arg(long, default_value_t = 5_000)]
+        tokens: usize,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// `latex` or `markdown`.
+        #[arg(long, default_value = "latex", value_parser = ["latex", "markdown"])]
+        format: String,
+    },
 }
 
 /// Runs a benchmark and prints its table.
@@ -53,6 +74,48 @@ pub fn run(which: Which) -> Result<()> {
             Ok(())
         }
         Which::Distributed { paths, workers } => distributed(&paths, &workers),
+        Which::Generate {
+            out,
+            name,
+            tokens,
+            seed,
+            format,
+        } => {
+            let format = if format == "markdown" {
+                ledger_core::Format::Markdown
+            } else {
+                ledger_core::Format::Latex
+            };
+            let g = ledger_bench::generate(
+                &name,
+                ledger_bench::Spec {
+                    seed,
+                    tokens,
+                    format,
+                },
+            );
+            let dir = out.join(&name);
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let file = match format {
+                ledger_core::Format::Latex => "main.tex",
+                _ => "main.md",
+            };
+            std::fs::write(dir.join(file), &g.source)?;
+            std::fs::write(
+                dir.join("gold.json"),
+                serde_json::to_string_pretty(&g)? + "\n",
+            )?;
+            println!(
+                "{}: {} units, {} references, {} dependencies, {} related pairs, {} cases",
+                dir.join(file).display(),
+                g.units.len(),
+                g.references.len(),
+                g.depends.len(),
+                g.related.len(),
+                g.cases.len()
+            );
+            Ok(())
+        }
     }
 }
 

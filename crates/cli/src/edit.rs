@@ -142,6 +142,8 @@ pub struct Checked {
     pub edited: BTreeMap<PathBuf, String>,
     /// What verification found.
     pub findings: Vec<Finding>,
+    /// The replacements, in stages (each relative to the texts the previous one produced).
+    pub stages: Vec<Vec<Replacement>>,
 }
 
 /// Applies the edit `stages` (each relative to the texts the previous one produced) in memory
@@ -164,7 +166,11 @@ pub fn check(
     let shadow = Shadow::parse(paths, config, &edited)?;
     let mut findings = shadow.verify(sources, stages);
     findings.extend(extra(&edited, &shadow));
-    Ok(Checked { edited, findings })
+    Ok(Checked {
+        edited,
+        findings,
+        stages: stages.to_vec(),
+    })
 }
 
 /// Prints the diff and the findings of a checked edit; unless `dry_run` or a finding of a kind
@@ -216,20 +222,6 @@ pub fn write_checked(
     Ok(false)
 }
 
-/// [`check`], then [`write_checked`].
-pub fn finish(
-    paths: &[PathBuf],
-    config: &IndexConfig,
-    sources: &Sources,
-    stages: &[Vec<Replacement>],
-    dry_run: bool,
-    allowed: &[FindingKind],
-    extra: impl FnOnce(&BTreeMap<PathBuf, String>, &Shadow) -> Vec<Finding>,
-) -> Result<bool> {
-    let checked = check(paths, config, sources, stages, extra)?;
-    write_checked(paths, sources, checked, dry_run, allowed)
-}
-
 /// `ledger relabel OLD NEW PATH...`: renames a LaTeX label or Markdown anchor with every
 /// referrer. Returns whether the edit was refused.
 pub fn relabel(
@@ -240,16 +232,29 @@ pub fn relabel(
     dry_run: bool,
 ) -> Result<bool> {
     let sources = read_sources(paths, config)?;
-    let edits = ledger_edit::relabel(&sources.docs, &sources.texts, old, new)?;
-    let files: BTreeSet<&Path> = edits.iter().map(|e| e.path.as_path()).collect();
+    let (checked, replacements) = plan_relabel(paths, config, &sources, old, new)?;
+    let files: BTreeSet<&Path> = checked.edited.keys().map(PathBuf::as_path).collect();
     eprintln!(
-        "relabel {old} -> {new}: {} replacements in {} files",
-        edits.len(),
+        "relabel {old} -> {new}: {replacements} replacements in {} files",
         files.len()
     );
-    finish(paths, config, &sources, &[edits], dry_run, &[], |_, _| {
-        Vec::new()
-    })
+    write_checked(paths, &sources, checked, dry_run, &[])
+}
+
+/// The relabel edit applied in memory and verified, with its number of replacements.
+pub fn plan_relabel(
+    paths: &[PathBuf],
+    config: &IndexConfig,
+    sources: &Sources,
+    old: &str,
+    new: &str,
+) -> Result<(Checked, usize)> {
+    let edits = ledger_edit::relabel(&sources.docs, &sources.texts, old, new)?;
+    let n = edits.len();
+    Ok((
+        check(paths, config, sources, &[edits], |_, _| Vec::new())?,
+        n,
+    ))
 }
 
 /// The links to Markdown headings whose generated anchors an edit changes, pointed at the new
@@ -296,23 +301,16 @@ pub fn rename_term(
     dry_run: bool,
 ) -> Result<bool> {
     let sources = read_sources(paths, config)?;
-    let found = ledger_edit::rename_term(&sources.docs, &sources.texts, old, new, include)?;
-    let mut edits = found.replacements.clone();
-    // Headings that change get new slugs: their links follow.
-    let first = ledger_edit::apply(&sources.texts, &edits)?;
-    let links = moved_anchors(&sources, &Shadow::parse(paths, config, &first)?.docs)?;
-    edits.extend(links.iter().cloned());
-    edits.sort();
-    edits.dedup();
-    let files: BTreeSet<&Path> = edits.iter().map(|e| e.path.as_path()).collect();
+    let plan = plan_rename_term(paths, config, &sources, old, new, include)?;
+    let files: BTreeSet<&Path> = plan.checked.edited.keys().map(PathBuf::as_path).collect();
     eprintln!(
         "rename-term `{old}` -> `{new}`: {} occurrences and {} links to renamed headings, in {} files",
-        found.replacements.len(),
-        links.len(),
+        plan.occurrences,
+        plan.links,
         files.len()
     );
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    for l in &found.left {
+    for l in &plan.left {
         *reasons.entry(l.reason.as_str()).or_default() += 1;
         if l.reason == "casing" || l.reason == "part of a name" {
             eprintln!(
@@ -328,7 +326,39 @@ pub fn rename_term(
         let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} in {r}")).collect();
         eprintln!("left alone: {}", list.join(", "));
     }
-    // Consistency: no occurrence the rename should have reached may remain.
+    write_checked(paths, &sources, plan.checked, dry_run, &[])
+}
+
+/// A term rename applied in memory and verified.
+pub struct RenamePlan {
+    /// The edit and its findings.
+    pub checked: Checked,
+    /// Occurrences renamed.
+    pub occurrences: usize,
+    /// Links to renamed headings rewritten.
+    pub links: usize,
+    /// Occurrences left alone, with why.
+    pub left: Vec<ledger_edit::Left>,
+}
+
+/// The rename with the links to renamed headings, applied in memory and verified; consistency:
+/// no occurrence the rename should have reached may remain.
+pub fn plan_rename_term(
+    paths: &[PathBuf],
+    config: &IndexConfig,
+    sources: &Sources,
+    old: &str,
+    new: &str,
+    include: &[RegionKind],
+) -> Result<RenamePlan> {
+    let found = ledger_edit::rename_term(&sources.docs, &sources.texts, old, new, include)?;
+    let mut edits = found.replacements.clone();
+    // Headings that change get new slugs: their links follow.
+    let first = ledger_edit::apply(&sources.texts, &edits)?;
+    let links = moved_anchors(sources, &Shadow::parse(paths, config, &first)?.docs)?;
+    edits.extend(links.iter().cloned());
+    edits.sort();
+    edits.dedup();
     let words = |t: &str| {
         format!(
             " {} ",
@@ -340,37 +370,35 @@ pub fn rename_term(
     };
     let new_contains_old = words(new).contains(&words(old));
     let docs = &sources.docs;
-    finish(
-        paths,
-        config,
-        &sources,
-        &[edits],
-        dry_run,
-        &[],
-        |edited, _| {
-            if new_contains_old {
-                return Vec::new();
-            }
-            let mut texts = sources.texts.clone();
-            texts.extend(edited.iter().map(|(p, t)| (p.clone(), t.clone())));
-            match ledger_edit::rename_term(docs, &texts, old, new, include) {
-                Ok(again) => again
-                    .replacements
-                    .iter()
-                    .map(|r| Finding {
-                        kind: FindingKind::Consistency,
-                        location: r.path.display().to_string(),
-                        message: format!("`{old}` is still there at byte {}", r.start),
-                    })
-                    .collect(),
-                Err(e) => vec![Finding {
+    let checked = check(paths, config, sources, &[edits], |edited, _| {
+        if new_contains_old {
+            return Vec::new();
+        }
+        let mut texts = sources.texts.clone();
+        texts.extend(edited.iter().map(|(p, t)| (p.clone(), t.clone())));
+        match ledger_edit::rename_term(docs, &texts, old, new, include) {
+            Ok(again) => again
+                .replacements
+                .iter()
+                .map(|r| Finding {
                     kind: FindingKind::Consistency,
-                    location: String::new(),
-                    message: e.to_string(),
-                }],
-            }
-        },
-    )
+                    location: r.path.display().to_string(),
+                    message: format!("`{old}` is still there at byte {}", r.start),
+                })
+                .collect(),
+            Err(e) => vec![Finding {
+                kind: FindingKind::Consistency,
+                location: String::new(),
+                message: e.to_string(),
+            }],
+        }
+    })?;
+    Ok(RenamePlan {
+        checked,
+        occurrences: found.replacements.len(),
+        links: links.len(),
+        left: found.left,
+    })
 }
 
 /// A structural edit named on the command line.
@@ -420,7 +448,33 @@ pub fn structural(
             before: find(before)?,
         },
     };
-    let stage1 = ledger_edit::structural(&sources.docs, &sources.texts, &op)?;
+    let plan = plan_structural(paths, config, &sources, &op)?;
+    eprintln!("{} prose numbers rewritten", plan.renumbered);
+    let allowed: &[FindingKind] = if force {
+        &[FindingKind::DeletedTarget]
+    } else {
+        &[]
+    };
+    write_checked(paths, &sources, plan.checked, dry_run, allowed)
+}
+
+/// A structural edit applied in memory and verified.
+pub struct StructuralPlan {
+    /// The edit (stages: the cut and paste, then the prose numbers rewritten) and its findings.
+    pub checked: Checked,
+    /// Prose numbers rewritten.
+    pub renumbered: usize,
+}
+
+/// The structural edit `op`, then every prose number that shifted rewritten, applied in memory
+/// and verified.
+pub fn plan_structural(
+    paths: &[PathBuf],
+    config: &IndexConfig,
+    sources: &Sources,
+    op: &ledger_edit::Op,
+) -> Result<StructuralPlan> {
+    let stage1 = ledger_edit::structural(&sources.docs, &sources.texts, op)?;
     let texts1 = overlay(&sources.texts, &stage1)?;
     let changed1: BTreeMap<PathBuf, String> = texts1
         .iter()
@@ -429,21 +483,12 @@ pub fn structural(
         .collect();
     let after1 = Shadow::parse(paths, config, &changed1)?;
     let stage2 = ledger_edit::renumber(&sources.docs, &stage1, &after1.docs, &texts1)?;
-    eprintln!("{} prose numbers rewritten", stage2.len());
-    let allowed: &[FindingKind] = if force {
-        &[FindingKind::DeletedTarget]
-    } else {
-        &[]
-    };
-    finish(
-        paths,
-        config,
-        &sources,
-        &[stage1, stage2],
-        dry_run,
-        allowed,
-        |_, _| Vec::new(),
-    )
+    let renumbered = stage2.len();
+    let checked = check(paths, config, sources, &[stage1, stage2], |_, _| Vec::new())?;
+    Ok(StructuralPlan {
+        checked,
+        renumbered,
+    })
 }
 
 /// `ledger undo PATH`: reverts the last edit made under PATH.
@@ -624,6 +669,62 @@ pub struct LlmEdit<'a> {
 /// Returns whether the edit was refused.
 pub fn llm_edit(paths: &[PathBuf], config: &crate::config::Config, args: LlmEdit) -> Result<bool> {
     let sources = read_sources(paths, &config.index)?;
+    let plan = plan_llm_edit(paths, config, &sources, &args)?;
+    eprintln!(
+        "context: {} units, {} tokens ({:.1}% of the document)",
+        plan.context_units,
+        plan.context_tokens,
+        100.0 * plan.context_tokens as f64 / plan.document_tokens.max(1) as f64
+    );
+    if !plan.repaired.is_empty() {
+        for f in &plan.repaired {
+            eprintln!("{f}");
+        }
+        eprintln!("verification failed; the model was asked for one repair");
+    }
+    if !plan.note.is_empty() {
+        eprintln!("model: {}", plan.note);
+    }
+    eprintln!(
+        "{} requests, {} prompt + {} completion tokens",
+        plan.requests, plan.prompt_tokens, plan.completion_tokens
+    );
+    write_checked(paths, &sources, plan.checked, args.dry_run, &LLM_ALLOWED)
+}
+
+/// Findings that do not stop an LLM edit: drift is reported only.
+pub const LLM_ALLOWED: [FindingKind; 1] = [FindingKind::Drift];
+
+/// An LLM edit proposed, located, verified and (once) repaired, in memory.
+pub struct LlmPlan {
+    /// The last proposal's edit and its findings.
+    pub checked: Checked,
+    /// The findings of the first proposal, when it went back for repair (empty otherwise).
+    pub repaired: Vec<String>,
+    /// The model's note.
+    pub note: String,
+    /// Units and tokens of the context the model saw, and the document's tokens.
+    pub context_units: usize,
+    /// Tokens of the context.
+    pub context_tokens: usize,
+    /// Tokens of the documents the context came from.
+    pub document_tokens: usize,
+    /// Requests sent and tokens used.
+    pub requests: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+/// Retrieval for the targets, the model's edits as structured output, applied in memory and
+/// verified; on blocking findings one repair round with them. Nothing is written.
+pub fn plan_llm_edit(
+    paths: &[PathBuf],
+    config: &crate::config::Config,
+    sources: &Sources,
+    args: &LlmEdit,
+) -> Result<LlmPlan> {
     let graph = crate::retrieval::load(args.graph)?;
     let found = crate::retrieval::pick_targets(
         args.graph,
@@ -644,7 +745,7 @@ pub fn llm_edit(paths: &[PathBuf], config: &crate::config::Config, args: LlmEdit
     let mut spans = BTreeMap::new();
     let mut neighbours = Vec::new();
     for t in &context.units {
-        let Some((path, s, e)) = unit_source(&sources, &t.doc_id, &t.unit_id) else {
+        let Some((path, s, e)) = unit_source(sources, &t.doc_id, &t.unit_id) else {
             bail!(
                 "{}:{} is in the graph but not in the inputs: reindex them first",
                 t.doc_id,
@@ -675,21 +776,14 @@ pub fn llm_edit(paths: &[PathBuf], config: &crate::config::Config, args: LlmEdit
         instruction: args.instruction.to_string(),
         units,
     };
-    eprintln!(
-        "context: {} units, {} tokens ({:.1}% of the document)",
-        context.units.len(),
-        context.tokens,
-        100.0 * context.tokens as f64 / context.document_tokens.max(1) as f64
-    );
     let client = crate::semantic::chat_client(&config.llm)?.context(
         "ledger edit needs an OpenAI-compatible endpoint: set llm.url and llm.model (LEDGER_LLM_URL, LEDGER_LLM_MODEL)",
     )?;
     let editor = ledger_llm::LlmEditor::new(client);
-    let allowed = [FindingKind::Drift];
     let mut proposal = editor.propose(&request, None)?;
-    let mut repaired = false;
+    let mut repaired = Vec::new();
     loop {
-        let (edits, mut findings) = located(&proposal, &spans, &sources);
+        let (edits, mut findings) = located(&proposal, &spans, sources);
         let edited_units: Vec<(String, String)> = edits
             .iter()
             .filter_map(|e| {
@@ -705,12 +799,12 @@ pub fn llm_edit(paths: &[PathBuf], config: &crate::config::Config, args: LlmEdit
                 Some((doc, unit.clone()))
             })
             .collect();
-        let mut checked = check(paths, &config.index, &sources, &[edits], |_, shadow| {
+        let mut checked = check(paths, &config.index, sources, &[edits], |_, shadow| {
             drift(
                 args.graph,
                 &config.embed,
                 &neighbours,
-                &sources,
+                sources,
                 shadow,
                 &edited_units,
             )
@@ -720,26 +814,25 @@ pub fn llm_edit(paths: &[PathBuf], config: &crate::config::Config, args: LlmEdit
         let blocking: Vec<String> = checked
             .findings
             .iter()
-            .filter(|f| !allowed.contains(&f.kind))
+            .filter(|f| !LLM_ALLOWED.contains(&f.kind))
             .map(ToString::to_string)
             .collect();
-        if !repaired && !blocking.is_empty() {
-            repaired = true;
-            for f in &blocking {
-                eprintln!("{f}");
-            }
-            eprintln!("verification failed; asking the model for one repair");
+        if repaired.is_empty() && !blocking.is_empty() {
             proposal = editor.propose(&request, Some((&proposal, &blocking)))?;
+            repaired = blocking;
             continue;
         }
-        if !proposal.note.is_empty() {
-            eprintln!("model: {}", proposal.note);
-        }
         let usage = editor.client().usage().snapshot();
-        eprintln!(
-            "{} requests, {} prompt + {} completion tokens",
-            usage.requests, usage.prompt_tokens, usage.completion_tokens
-        );
-        return write_checked(paths, &sources, checked, args.dry_run, &allowed);
+        return Ok(LlmPlan {
+            checked,
+            repaired,
+            note: proposal.note.clone(),
+            context_units: context.units.len(),
+            context_tokens: context.tokens,
+            document_tokens: context.document_tokens,
+            requests: usage.requests,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+        });
     }
 }

@@ -11,11 +11,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use ledger_bench::metrics::{CaseScore, Detection, mean, score};
 use ledger_bench::strategy::{self, Method, Strategy};
 use ledger_bench::{Category, Generated, Spec, generate};
-use ledger_core::{EdgeKind, UnitKind};
+use ledger_core::{EdgeKind, Format, UnitKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+mod edits;
+mod llm_edits;
 
 /// Options of the evaluation.
 #[derive(clap::Args, Debug)]
@@ -35,6 +38,12 @@ pub struct EvalArgs {
     /// Token budget of the budgeted strategies, as a share of the document's tokens.
     #[arg(long, default_value_t = 0.10)]
     pub budget_share: f64,
+    /// Deterministic edits made and checked per category and generated document.
+    #[arg(long, default_value_t = 8)]
+    pub edit_cases: usize,
+    /// Cases per generated document edited by the model of `[llm]` (none without an endpoint).
+    #[arg(long, default_value_t = 12)]
+    pub llm_edits: usize,
 }
 
 /// What the pipeline needs to index a generated document.
@@ -49,14 +58,16 @@ pub struct Pipeline<'a> {
     pub retrieve: &'a crate::config::RetrieveConfig,
     /// Where parts go for a graph folder.
     pub store: &'a crate::config::StoreConfig,
+    /// The whole configuration (the LLM edits use `[llm]` and `[embed]`).
+    pub config: &'a crate::config::Config,
 }
 
-/// One document size class of the run: size in tokens and documents.
-fn plan(quick: bool) -> Vec<(usize, usize)> {
+/// The generated documents of a run: (size in tokens, LaTeX documents, Markdown documents).
+fn plan(quick: bool) -> Vec<(usize, usize, usize)> {
     if quick {
-        vec![(5_000, 2)]
+        vec![(5_000, 1, 1)]
     } else {
-        vec![(5_000, 8), (50_000, 2), (100_000, 1)]
+        vec![(5_000, 6, 2), (50_000, 1, 1), (100_000, 1, 0)]
     }
 }
 
@@ -93,6 +104,34 @@ struct DocResult {
     detection: [Detection; 3],
     /// Predicted RELATED pairs within one topic cluster.
     related_in_topic: usize,
+    /// Deterministic edits made and checked (generated documents).
+    edits: Vec<edits::Outcome>,
+    /// Cases edited by the model and checked (generated documents, with `[llm]`).
+    llm: Vec<llm_edits::Outcome>,
+}
+
+/// Deterministic edits of one kind, made one way, over a size class.
+#[derive(Debug, Clone, Serialize)]
+struct EditRow {
+    size: String,
+    /// `latex`, `markdown` or `both`.
+    format: String,
+    edit: String,
+    method: String,
+    cases: usize,
+    /// References naming the same unit after the edit / references.
+    references_valid: f64,
+    /// Must-change units changed / must-change units (`None`: the edit has none).
+    must_change_changed: Option<f64>,
+    /// Must-not-change units untouched / must-not-change units.
+    must_not_untouched: f64,
+    /// Edits whose consistency rule held.
+    consistent: f64,
+    /// Edits LEDGER's verifier refused.
+    refused: f64,
+    /// Edits that broke something (the ground truth sees it), and those the verifier refused.
+    broken: usize,
+    broken_refused: usize,
 }
 
 /// Runs the evaluation and writes the report; with `quick`, fails when an invariant breaks.
@@ -105,18 +144,30 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
     let started = Instant::now();
     let strategies = strategy::all(crate::retrieval::weights(pipeline.retrieve));
     let plan = plan(args.quick);
-    let total: usize = plan.iter().map(|(_, n)| n).sum();
+    let total: usize = plan.iter().map(|(_, l, m)| l + m).sum();
     let bar = ProgressBar::new(total as u64).with_style(
         ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} documents, {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut results = Vec::new();
     let mut seed = args.seed;
-    for &(tokens, count) in &plan {
-        for k in 0..count {
-            let name = format!("gen-{}k-{}", tokens / 1000, k + 1);
+    for &(tokens, latex, markdown) in &plan {
+        for k in 0..latex + markdown {
+            let (format, tag) = if k < latex {
+                (Format::Latex, "")
+            } else {
+                (Format::Markdown, "md-")
+            };
+            let name = format!("gen-{}k-{tag}{}", tokens / 1000, k + 1);
             bar.set_message(name.clone());
-            let generated = generate(&name, Spec { seed, tokens });
+            let generated = generate(
+                &name,
+                Spec {
+                    seed,
+                    tokens,
+                    format,
+                },
+            );
             seed += 1;
             results.push(evaluate(
                 &out,
@@ -124,7 +175,7 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
                 tokens,
                 &strategies,
                 pipeline,
-                args.budget_share,
+                args,
             )?);
             bar.inc(1);
         }
@@ -148,7 +199,12 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    let report = Report::new(&strategies, &results, started.elapsed().as_secs_f64());
+    let report = Report::new(
+        &strategies,
+        &results,
+        started.elapsed().as_secs_f64(),
+        &pipeline.config.llm.model,
+    );
     report.plots(&out)?;
     std::fs::write(out.join("report.md"), report.markdown())?;
     std::fs::write(
@@ -282,16 +338,20 @@ fn evaluate(
     size: usize,
     strategies: &[Strategy],
     pipeline: &Pipeline,
-    budget_share: f64,
+    args: &EvalArgs,
 ) -> Result<DocResult> {
     let dir = out.join("documents").join(&g.name);
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("main.tex"), &g.source)?;
+    let file = match g.format {
+        Format::Latex => "main.tex",
+        _ => "main.md",
+    };
+    std::fs::write(dir.join(file), &g.source)?;
     let ix = Indexed::new(
         &out.join("graphs").join(&g.name),
         &dir,
         pipeline,
-        budget_share,
+        args.budget_share,
     )?;
     let (graph, doc) = (&ix.graph, &ix.doc);
     let mut gold_to_graph: Vec<Option<usize>> = Vec::with_capacity(g.units.len());
@@ -365,11 +425,33 @@ fn evaluate(
         .iter()
         .filter(|(a, b)| g.units[*a].topic == g.units[*b].topic)
         .count();
+    let edits = edits::evaluate(&dir, g, pipeline, args.edit_cases)
+        .with_context(|| format!("deterministic edits of {}", g.name))?;
+    let llm = if pipeline.config.llm.url.is_empty() {
+        Vec::new()
+    } else {
+        let unit_ids: Vec<Option<String>> = gold_to_graph
+            .iter()
+            .map(|i| i.map(|i| graph.units()[i].unit_id.clone()))
+            .collect();
+        let doc = llm_edits::Doc {
+            dir: &dir,
+            graph: &out.join("graphs").join(&g.name),
+            doc_id: &ix.doc.id,
+            g,
+            unit_ids: &unit_ids,
+            budget: ix.budget,
+        };
+        llm_edits::evaluate(&doc, pipeline.config, args.llm_edits)
+            .with_context(|| format!("LLM edits of {}", g.name))?
+    };
     Ok(DocResult {
         class: size_name(size),
         scores,
         detection,
         related_in_topic,
+        edits,
+        llm,
     })
 }
 
@@ -467,11 +549,18 @@ fn evaluate_real(
             ))
         })
         .collect();
-    let detection = [
-        Detection::of(&predicted, &gold),
-        Detection::default(),
-        Detection::default(),
-    ];
+    // DEPENDS against the blueprint's `\uses` (hidden from the judge), at statement level.
+    let graph_dir = out.join("graphs").join(format!("real-{name}"));
+    let mut judged = doc.clone();
+    judged.judgments = ledger_store::read_judgments(&graph_dir)?
+        .into_iter()
+        .filter(|(d, _)| d == &doc.id)
+        .map(|(_, j)| j)
+        .collect();
+    let uses = ledger_bench::uses::score(&judged)
+        .remove("all")
+        .unwrap_or_default();
+    let detection = [Detection::of(&predicted, &gold), uses, Detection::default()];
     // Cases: one per referred-to unit.
     let to_graph = |i: usize| graph.index_of(&doc.id, &doc.units[i].id);
     let mut referrers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -500,6 +589,8 @@ fn evaluate_real(
         scores,
         detection,
         related_in_topic: 0,
+        edits: Vec::new(),
+        llm: Vec::new(),
     })
 }
 
@@ -514,6 +605,31 @@ struct Report {
     real_cases: usize,
     rows: Vec<Row>,
     detection: Vec<DetectionRow>,
+    edits: Vec<EditRow>,
+    /// LLM edit quality per category (empty without `[llm]`).
+    llm_model: String,
+    llm_edits: Vec<LlmRow>,
+}
+
+/// LLM edits of one category (or `all`).
+#[derive(Debug, Clone, Serialize)]
+struct LlmRow {
+    category: String,
+    cases: usize,
+    /// Verified and accepted, after at most one repair.
+    accepted: f64,
+    /// Went back for one repair.
+    repaired: f64,
+    /// The endpoint failed.
+    failed: usize,
+    /// Must-change units changed / must-change units (not accepted: none changed).
+    must_change_changed: f64,
+    /// Must-not-change units untouched / must-not-change units.
+    must_not_untouched: f64,
+    /// Over accepted edits: references still naming their unit / references.
+    references_valid: f64,
+    requests: u64,
+    tokens: u64,
 }
 
 /// Whether a document belongs to a class (`None`: every generated document).
@@ -529,7 +645,12 @@ fn size_name(tokens: usize) -> String {
 }
 
 impl Report {
-    fn new(strategies: &[Strategy], results: &[DocResult], seconds: f64) -> Report {
+    fn new(
+        strategies: &[Strategy],
+        results: &[DocResult],
+        seconds: f64,
+        llm_model: &str,
+    ) -> Report {
         let mut rows = Vec::new();
         // "all" is every generated document; each class on its own after it.
         let mut classes: Vec<Option<String>> = vec![None];
@@ -583,14 +704,21 @@ impl Report {
             }
             for (k, name) in [
                 "explicit (REFERENCES)",
-                "implicit (DEPENDS)",
+                if size.as_deref().is_some_and(|c| c.starts_with("real")) {
+                    "implicit (DEPENDS) against `\\uses`, statement level"
+                } else {
+                    "implicit (DEPENDS)"
+                },
                 "semantic (RELATED; precision: same topic, recall: restatements)",
             ]
             .iter()
             .enumerate()
             {
-                // Real documents have explicit gold only.
-                if k > 0 && size.as_deref().is_some_and(|c| c.starts_with("real")) {
+                // Real documents have explicit gold, and DEPENDS gold where `\uses` exist.
+                if k > 0
+                    && size.as_deref().is_some_and(|c| c.starts_with("real"))
+                    && (k == 2 || sums[k].gold == 0)
+                {
                     continue;
                 }
                 detection.push(DetectionRow {
@@ -620,6 +748,100 @@ impl Report {
                 }
             }
         }
+        let mut edit_rows = Vec::new();
+        // Every size with both formats, then all sizes per format.
+        let groups = sizes
+            .iter()
+            .filter(|c| !c.as_deref().is_some_and(|c| c.starts_with("real")))
+            .map(|c| (c.clone(), None))
+            .chain([Format::Latex, Format::Markdown].map(|f| (None, Some(f))));
+        for (size, format) in groups {
+            let outcomes: Vec<&edits::Outcome> = results
+                .iter()
+                .filter(|r| in_class(r, &size))
+                .flat_map(|r| &r.edits)
+                .filter(|o| format.is_none_or(|f| o.format == f))
+                .collect();
+            let mut kinds: Vec<(&str, edits::Method)> =
+                outcomes.iter().map(|o| (o.edit, o.method)).collect();
+            kinds.sort();
+            kinds.dedup();
+            for (edit, method) in kinds {
+                let of: Vec<&&edits::Outcome> = outcomes
+                    .iter()
+                    .filter(|o| o.edit == edit && o.method == method)
+                    .collect();
+                let ratio = |num: usize, den: usize| {
+                    if den == 0 {
+                        1.0
+                    } else {
+                        num as f64 / den as f64
+                    }
+                };
+                let sum = |f: fn(&edits::Outcome) -> usize| of.iter().map(|o| f(o)).sum::<usize>();
+                let must = sum(|o| o.must_change);
+                let broken: Vec<&&&edits::Outcome> = of.iter().filter(|o| o.broken()).collect();
+                edit_rows.push(EditRow {
+                    size: size.clone().unwrap_or_else(|| "all".into()),
+                    format: match format {
+                        Some(Format::Latex) => "latex",
+                        Some(_) => "markdown",
+                        None => "both",
+                    }
+                    .to_string(),
+                    edit: edit.to_string(),
+                    method: method.as_str().to_string(),
+                    cases: of.len(),
+                    references_valid: ratio(sum(|o| o.valid), sum(|o| o.references)),
+                    must_change_changed: (must > 0).then(|| ratio(sum(|o| o.changed), must)),
+                    must_not_untouched: ratio(sum(|o| o.untouched), sum(|o| o.must_not_change)),
+                    consistent: mean(of.iter().map(|o| f64::from(u8::from(o.consistent)))),
+                    refused: mean(of.iter().map(|o| f64::from(u8::from(o.refused)))),
+                    broken: broken.len(),
+                    broken_refused: broken.iter().filter(|o| o.refused).count(),
+                });
+            }
+        }
+        let llm: Vec<&llm_edits::Outcome> = results.iter().flat_map(|r| &r.llm).collect();
+        let mut llm_rows = Vec::new();
+        for category in &categories {
+            let of: Vec<&&llm_edits::Outcome> = llm
+                .iter()
+                .filter(|o| category.is_none_or(|c| c == o.category))
+                .collect();
+            if of.is_empty() {
+                continue;
+            }
+            let ratio = |num: usize, den: usize| {
+                if den == 0 {
+                    1.0
+                } else {
+                    num as f64 / den as f64
+                }
+            };
+            let accepted: Vec<&&&llm_edits::Outcome> = of.iter().filter(|o| o.accepted).collect();
+            llm_rows.push(LlmRow {
+                category: category.map_or("all", |c| c.as_str()).to_string(),
+                cases: of.len(),
+                accepted: ratio(accepted.len(), of.len()),
+                repaired: ratio(of.iter().filter(|o| o.repaired).count(), of.len()),
+                failed: of.iter().filter(|o| o.error.is_some()).count(),
+                must_change_changed: ratio(
+                    of.iter().map(|o| o.changed).sum(),
+                    of.iter().map(|o| o.must_change).sum(),
+                ),
+                must_not_untouched: ratio(
+                    of.iter().map(|o| o.untouched).sum(),
+                    of.iter().map(|o| o.must_not_change).sum(),
+                ),
+                references_valid: ratio(
+                    accepted.iter().map(|o| o.valid).sum(),
+                    accepted.iter().map(|o| o.references).sum(),
+                ),
+                requests: of.iter().map(|o| o.requests).sum(),
+                tokens: of.iter().map(|o| o.tokens).sum(),
+            });
+        }
         let real: Vec<&DocResult> = results.iter().filter(|r| !in_class(r, &None)).collect();
         Report {
             seconds,
@@ -635,6 +857,9 @@ impl Report {
             real_cases: real.iter().map(|r| r.scores.len()).sum::<usize>() / cases_scored,
             rows,
             detection,
+            edits: edit_rows,
+            llm_model: llm_model.to_string(),
+            llm_edits: llm_rows,
         }
     }
 
@@ -718,11 +943,54 @@ impl Report {
             }
             s.push('\n');
         }
-        s.push_str("\n## Edge detection against the generated gold\n\n| size | edges | predicted | gold | precision | recall |\n|---|---|---:|---:|---:|---:|\n");
+        s.push_str("\n## Edge detection against gold (generated; real: `\\ref` scan and `\\uses`)\n\n| size | edges | predicted | gold | precision | recall |\n|---|---|---:|---:|---:|---:|\n");
         for d in &self.detection {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {:.3} | {:.3} |\n",
                 d.size, d.kind, d.predicted, d.gold, d.precision, d.recall
+            ));
+        }
+        s.push_str("\n## Deterministic edits against the ground truth\n\nReferences: every printed number and `\\ref` of a LaTeX document resolved by an independent numbering (one counter per environment, as LaTeX), every link of a Markdown document to its anchor, before and after the edit; valid when it still names the same unit. Must-change: the case's units whose text must change (sections excluded). Consistent: rename, no stale occurrence and the plurals right; relabel, no trace of the old label. Refused: LEDGER's verifier would not write the edit. Broken: references or consistency lost.\n\n| size | format | edit | made by | cases | references valid | must-change changed | must-not-change untouched | consistent | refused | broken (refused) |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for e in &self.edits {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {} ({}) |\n",
+                e.size,
+                e.format,
+                e.edit,
+                e.method,
+                e.cases,
+                e.references_valid,
+                e.must_change_changed
+                    .map_or("–".to_string(), |x| format!("{x:.3}")),
+                e.must_not_untouched,
+                e.consistent,
+                e.refused,
+                e.broken,
+                e.broken_refused
+            ));
+        }
+        s.push_str("\n## LLM edits\n\n");
+        if self.llm_edits.is_empty() {
+            s.push_str("Not measured: no `[llm]` endpoint is configured (`LEDGER_LLM_URL`, `LEDGER_LLM_MODEL`).\n");
+            return s;
+        }
+        s.push_str(&format!(
+            "Model `{}`, through `ledger edit`'s path (LEDGER context, verification, at most one repair), nothing written. Must-change and must-not-change over every case (a refused edit changed nothing); references over accepted edits.\n\n| category | cases | accepted | repaired | endpoint failed | must-change changed | must-not-change untouched | references valid | requests | tokens |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            self.llm_model
+        ));
+        for r in &self.llm_edits {
+            s.push_str(&format!(
+                "| {} | {} | {:.3} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+                r.category,
+                r.cases,
+                r.accepted,
+                r.repaired,
+                r.failed,
+                r.must_change_changed,
+                r.must_not_untouched,
+                r.references_valid,
+                r.requests,
+                r.tokens
             ));
         }
         s
@@ -799,6 +1067,40 @@ impl Report {
             broken.push(format!(
                 "{} exceeded its budget ({} {:.3})",
                 r.strategy, r.size, r.within_budget
+            ));
+        }
+        for e in self
+            .edits
+            .iter()
+            .filter(|e| e.size == "all" && e.format == "both")
+        {
+            if e.method == edits::Method::Ledger.as_str()
+                && (e.references_valid < 1.0
+                    || e.must_change_changed.is_some_and(|x| x < 1.0)
+                    || e.must_not_untouched < 1.0
+                    || e.consistent < 1.0
+                    || e.refused > 0.0)
+            {
+                broken.push(format!(
+                    "LEDGER's {} edits: references valid {:.3}, must-change changed {:?}, untouched {:.3}, consistent {:.3}, refused {:.3}",
+                    e.edit, e.references_valid, e.must_change_changed, e.must_not_untouched, e.consistent, e.refused
+                ));
+            }
+            if e.edit == "insert-section" && e.broken_refused < e.broken {
+                broken.push(format!(
+                    "the verifier let {} of {} broken {} inserts through",
+                    e.broken - e.broken_refused,
+                    e.broken,
+                    e.method
+                ));
+            }
+        }
+        if let Some(r) = self.llm_edits.iter().find(|r| r.category == "all")
+            && r.references_valid < 1.0
+        {
+            broken.push(format!(
+                "accepted LLM edits left references that no longer name their unit ({:.3} valid)",
+                r.references_valid
             ));
         }
         let recall = |name: &str| self.row(name, "all", "all").map(|r| r.must_change_recall);

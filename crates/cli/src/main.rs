@@ -717,6 +717,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 stage: &stage,
                 retrieve: &config.retrieve,
                 store: &config.store,
+                config: &config,
             };
             evaluation::run(&eval, &pipeline)?;
             Ok(ExitCode::SUCCESS)

@@ -155,6 +155,7 @@ impl LlmEditor {
         }
         let model = self.client.endpoint().model.clone();
         let client = &self.client;
+        let limit = completion_limit(request);
         block_on(async move {
             client
                 .call("edit", || {
@@ -165,6 +166,7 @@ impl LlmEditor {
                             .model(model)
                             .messages(messages)
                             .temperature(0.0)
+                            .max_tokens(limit)
                             .response_format(ResponseFormat::JsonSchema {
                                 json_schema: ResponseFormatJsonSchema {
                                     description: None,
@@ -190,6 +192,14 @@ impl LlmEditor {
                 .await
         })?
     }
+}
+
+/// The most completion tokens an answer to `request` may take: every unit quoted and rewritten
+/// (about two tokens per three bytes of source, twice), plus room for the note. A model that
+/// loops stops there instead of at its context size.
+pub fn completion_limit(request: &EditRequest) -> u32 {
+    let bytes: usize = request.units.iter().map(|u| u.source.len()).sum();
+    (bytes * 4 / 3 + 400).clamp(512, 16_384) as u32
 }
 
 #[cfg(test)]

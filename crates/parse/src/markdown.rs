@@ -3,7 +3,9 @@
 //! Headings are sections (ids from `{#id}` or GitHub/mdBook slugs); paragraphs, lists and
 //! quotes are paragraphs; fenced code is a listing unless it sits in a rust-book
 //! `<Listing number="N-M">` block, which is the listing; tables, display math and captioned
-//! images are tables, equations and figures. Links to anchors and pages are mentions.
+//! images are tables, equations and figures. A paragraph led by a bold label ("**Theorem 2.**",
+//! "**Figure 1.**") is that numbered unit, so prose such as "Theorem 2" finds it. Links to anchors
+//! and pages are mentions; prose numbers inside a link's text are not read again.
 
 use crate::builder::{Builder, read_text};
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
@@ -217,6 +219,8 @@ struct FileParse<'a> {
     pending_anchors: Vec<String>,
     listing: Option<usize>,
     last_figure: Option<usize>,
+    /// The bold label of the block just begun ("**Lemma 2.**"): not a mention of itself.
+    lead: Option<(usize, usize)>,
     slugs: HashMap<String, usize>,
     numbered_top: bool,
 }
@@ -238,6 +242,7 @@ fn parse_into(
         pending_anchors: vec![],
         listing: None,
         last_figure: None,
+        lead: None,
         slugs: HashMap::default(),
         numbered_top: false,
     };
@@ -249,6 +254,7 @@ fn parse_into(
             Event::Start(tag) => {
                 if depth == 0 {
                     block = p.begin_block(&text, &tag, range.clone());
+                    skipped.extend(p.lead.take());
                 }
                 if let Tag::Heading { id, .. } = &tag {
                     heading_title = Some((String::new(), id.as_ref().map(|s| s.to_string())));
@@ -257,6 +263,8 @@ fn parse_into(
                     && let Some(unit) = block
                 {
                     p.link(&text, unit, dest_url, range.clone());
+                    // "[Section 3](#setup)": the link is the reference; its text is not another.
+                    skipped.push((range.start, range.end));
                 }
                 if let Tag::CodeBlock(_) = &tag {
                     skipped.push((range.start, range.end));
@@ -324,6 +332,11 @@ static ATTR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"([A-Za-z-]+)\s*=\s*"([^"]*)""#).expect("valid"));
 static CAPTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^(?:<span\s+class\s*=\s*"caption"\s*>|<figcaption>)\s*(?:(Figure|Table|Listing)\s+([0-9A-Z]+(?:[-.][0-9]+)*)\s*[:.]\s*)?"#).expect("valid")
+});
+/// A paragraph's bold label: "**Theorem 2.**", "__Definition 1.4__", after anchors if any.
+static LEAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:<a\s[^>]*>\s*</a>\s*)*(?:\*\*|__)(Theorem|Lemma|Definition|Corollary|Proposition|Conjecture|Remark|Example|Claim|Assumption|Notation|Figure|Table|Algorithm) ([0-9]+(?:\.[0-9]+)*)\.?(?:\*\*|__)")
+        .expect("valid")
 });
 static INCLUDE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\{\{#(include|rustdoc_include|playground)\s+([^}\s]+)[^}]*\}\}").expect("valid")
@@ -501,6 +514,27 @@ impl FileParse<'_> {
                 self.last_figure = None;
                 if src.starts_with("$$") {
                     return Some(self.new_unit(UnitKind::Equation, "math", 0, &range));
+                }
+                if let Some(c) = LEAD.captures(src) {
+                    let word = c[1].to_lowercase();
+                    let kind = match word.as_str() {
+                        "figure" => UnitKind::Figure,
+                        "table" => UnitKind::Table,
+                        "algorithm" => UnitKind::Algorithm,
+                        _ => UnitKind::Theorem,
+                    };
+                    let unit = self.new_unit(kind, &word, 0, &range);
+                    let number = c[2].to_string();
+                    let u = &mut self.b.doc.units[unit];
+                    u.number = Some(number.clone());
+                    u.numbers = vec![number.clone()];
+                    // Anchors named before the number was known carry it too.
+                    for (_, n) in &mut u.labels {
+                        *n = Some(number.clone());
+                    }
+                    let lead = c.get(0).map_or(0..0, |m| m.range());
+                    self.lead = Some((range.start + lead.start, range.start + lead.end));
+                    return Some(unit);
                 }
                 Some(self.new_unit(UnitKind::Paragraph, "paragraph", 0, &range))
             }

@@ -278,7 +278,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
         let o = wait(coordinator, Duration::from_secs(300));
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(
-            stdout(&o).contains("3 jobs published, 0 documents unchanged, 0 dead"),
+            stdout(&o).contains("5 jobs published, 0 documents unchanged, 0 dead"),
             "{}",
             stdout(&o)
         );
@@ -295,7 +295,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     let o = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(120));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        stdout(&o).contains("0 jobs published, 3 documents unchanged"),
+        stdout(&o).contains("0 jobs published, 5 documents unchanged"),
         "{}",
         stdout(&o)
     );
@@ -316,7 +316,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     terminate(w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        stdout(&o).contains("1 jobs published, 2 documents unchanged"),
+        stdout(&o).contains("1 jobs published, 4 documents unchanged"),
         "{}",
         stdout(&o)
     );
@@ -325,7 +325,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
         sent >= 1 && sent * 10 < judged,
         "{sent} requests after a one-paragraph edit"
     );
-    assert_eq!(documents(&out), 3);
+    assert_eq!(documents(&out), 5);
     let _ = env.dead_letters();
 }
 
@@ -340,7 +340,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
     let coordinator = env.coordinator(&input, &out, &["--max-attempts", "2"]);
     // Once the jobs are published, one document changes under the workers' feet: its job can
     // never produce the part the coordinator expects.
-    env.wait_for_jobs(3);
+    env.wait_for_jobs(5);
     let poison = input.join("paper-equational-theories/main.tex");
     let text = std::fs::read_to_string(&poison).expect("read");
     std::fs::write(&poison, format!("{text}\n% edited\n")).expect("write");
@@ -350,7 +350,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
     assert_eq!(o.status.code(), Some(1), "a dead document fails the run");
     let report = stdout(&o);
     assert!(
-        report.contains("2 jobs published") || report.contains("3 jobs published"),
+        report.contains("4 jobs published") || report.contains("5 jobs published"),
         "{report}"
     );
     assert!(
@@ -359,7 +359,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
         "{report}"
     );
     // Every other document is in the graph; the poison one is in the dead-letter queue.
-    assert_eq!(documents(&out), 2);
+    assert_eq!(documents(&out), 4);
     let letters = env.dead_letters();
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(
@@ -476,17 +476,17 @@ fn a_second_coordinator_on_the_same_graph_stops() {
     let out = dir.path().join("graph");
     // The first coordinator publishes and waits: no worker yet.
     let first = env.coordinator(&input, &out, &[]);
-    env.wait_for_jobs(3);
+    env.wait_for_jobs(5);
     let second = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(60));
     assert!(!second.status.success());
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("another coordinator is running"), "{err}");
-    assert_eq!(env.depth(), 3, "the second coordinator published nothing");
+    assert_eq!(env.depth(), 5, "the second coordinator published nothing");
     let w = env.worker();
     let o = wait(first, Duration::from_secs(300));
     terminate(w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(documents(&out), 3);
+    assert_eq!(documents(&out), 5);
     let _ = env.dead_letters();
 }
 
@@ -580,13 +580,13 @@ fn workers_write_parts_to_s3_compatible_storage() {
         !out.join("parts").exists(),
         "parts went to the bucket, not the graph folder"
     );
-    // The bucket holds the three parts.
+    // The bucket holds the five parts, one per document.
     use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(("127.0.0.1", s3.1)).expect("connect");
     c.write_all(b"GET /ledger?list-type=2&prefix=parts/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .expect("list");
     let mut listing = String::new();
     let _ = c.read_to_string(&mut listing);
-    assert_eq!(listing.matches(".parquet</Key>").count(), 3, "{listing}");
+    assert_eq!(listing.matches(".parquet</Key>").count(), 5, "{listing}");
     let _ = env.dead_letters();
 }

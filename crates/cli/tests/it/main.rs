@@ -63,8 +63,8 @@ fn index_then_sql_on_the_bundled_datasets() {
     let graph = dir.path().join("graph");
     let o = index(&graph);
     let summary = stdout(&o);
-    // Two LaTeX papers and the folder's README.md.
-    assert!(summary.contains("documents: 3"), "{summary}");
+    // Two LaTeX papers, two generated documents (LaTeX, Markdown) and the folder's README.md.
+    assert!(summary.contains("documents: 5"), "{summary}");
     assert!(summary.contains("REFERENCES"), "{summary}");
     let o = ledger(&[
         "sql",
@@ -687,6 +687,8 @@ fn bench_quick_evaluates_generated_documents_and_holds_its_invariants() {
         "Edge-type ablation",
         "Weight configurations",
         "Edge detection",
+        "Deterministic edits",
+        "LLM edits\n\nNot measured",
     ] {
         assert!(md.contains(section), "{section}");
     }
@@ -707,5 +709,116 @@ fn bench_quick_evaluates_generated_documents_and_holds_its_invariants() {
         assert!(svg.starts_with("<svg") && svg.contains("LEDGER"), "{plot}");
     }
     assert!(out.join("documents/gen-5k-1/main.tex").is_file());
+    assert!(out.join("documents/gen-5k-md-2/main.md").is_file());
     assert!(out.join("graphs/gen-5k-1/current").exists());
+    // Deterministic edits: LEDGER's keep every reference (the run fails otherwise); the text
+    // tool's inserts break some, and the verifier refuses each of those.
+    let edit = |made_by: &str, edit: &str| {
+        report["edits"]
+            .as_array()
+            .expect("edits")
+            .iter()
+            .find(|e| {
+                e["size"] == "all"
+                    && e["format"] == "both"
+                    && e["method"] == made_by
+                    && e["edit"] == edit
+            })
+            .unwrap_or_else(|| panic!("{made_by} {edit}"))
+            .clone()
+    };
+    for kind in ["rename-term", "insert-section", "relabel"] {
+        let e = edit("LEDGER", kind);
+        assert!(e["cases"].as_u64().expect("cases") >= 8, "{e}");
+        assert_eq!(e["references_valid"], 1.0, "{e}");
+        assert_eq!(e["broken"], 0, "{e}");
+    }
+    let naive = edit("text tool", "insert-section");
+    assert!(naive["broken"].as_u64().expect("broken") > 0, "{naive}");
+    assert_eq!(naive["broken_refused"], naive["broken"], "{naive}");
+    let naive = edit("text tool", "rename-term");
+    assert!(
+        naive["consistent"].as_f64().expect("share") < 1.0,
+        "{naive}"
+    );
+}
+
+#[test]
+fn bench_measures_llm_edits_through_an_openai_compatible_endpoint() {
+    let server = server::FakeServer::start();
+    // The first document's case gets an edit of a unit the model was not given, twice (refused
+    // after one repair); the second document's case gets the server's empty answer (accepted,
+    // nothing changed).
+    let bad = r#"{"edits": [{"unit": "nope", "old": "x", "new": "y"}], "note": ""}"#.to_string();
+    server.answer_edits(&[bad.clone(), bad]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("report");
+    let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args(["bench", "--quick", "--edit-cases", "1", "--llm-edits", "1"])
+        .arg("--out")
+        .arg(&out)
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EMBED_EMBEDDER", "hash")
+        .env("LEDGER_DEPENDS_JUDGE", "offline")
+        .env("LEDGER_LLM_URL", &server.url)
+        .env("LEDGER_LLM_MODEL", "fake-editor")
+        .output()
+        .expect("ledger runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let requests = server.edit_requests();
+    assert_eq!(requests.len(), 3, "one case per document, one repair");
+    assert!(requests[1].contains("this unit was not given to the model"));
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report");
+    assert!(md.contains("Model `fake-editor`"), "{md}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("json"))
+            .expect("json");
+    let all = report["llm_edits"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["category"] == "all")
+        .expect("all row")
+        .clone();
+    assert_eq!(all["cases"], 2, "{all}");
+    assert_eq!(all["failed"], 0, "{all}");
+    assert_eq!(all["accepted"], 0.5, "{all}");
+    assert_eq!(all["repaired"], 0.5, "{all}");
+    assert_eq!(all["requests"], 3, "{all}");
+    // Neither case changed anything: no must-change unit changed, every other unit untouched.
+    assert_eq!(all["must_change_changed"], 0.0, "{all}");
+    assert_eq!(all["must_not_untouched"], 1.0, "{all}");
+    assert_eq!(all["references_valid"], 1.0, "{all}");
+}
+
+#[test]
+fn the_bundled_generated_documents_are_what_the_generator_writes() {
+    for (name, seed, format, file) in [
+        ("gen-5k-1", "1", "latex", "main.tex"),
+        ("gen-5k-md-1", "2", "markdown", "main.md"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = ledger(&[
+            "bench",
+            "generate",
+            "--out",
+            dir.path().to_str().expect("utf8"),
+            "--name",
+            name,
+            "--seed",
+            seed,
+            "--format",
+            format,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for f in [file, "gold.json"] {
+            let ours = std::fs::read(dir.path().join(name).join(f)).expect("written");
+            let bundled = std::fs::read(root().join("datasets/generated").join(name).join(f))
+                .expect("bundled");
+            assert!(
+                ours == bundled,
+                "datasets/generated/{name}/{f} differs from the generator's output: regenerate it (datasets/README.md)"
+            );
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! The offline judge: no model, no download. A unit depends on an earlier unit that introduces a
 //! term or symbol it uses (definition environments, "we define", "let X denote", "X is called",
-//! `\emph` inside a definition, symbols defined with `:=`), and on the antecedent of an anaphor
+//! `\emph` inside a definition, Markdown's "A *term* is …", symbols defined with `:=`), and on
+//! the antecedent of an anaphor
 //! that opens it ("this approach", "these results", "the preceding computation"), and on an earlier
 //! theorem-like unit, equation or algorithm it names explicitly (a result it applies).
 
@@ -44,6 +45,11 @@ const GENERIC: &[&str] = &[
 
 static EMPH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\\(?:emph|textbf|textit|defn|define|term|intro)\{([^{}$]{3,60})\}").expect("valid")
+});
+/// Markdown's way of defining a term: "A *term* is …", "The **term** means …".
+static MD_DEFINES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[.!?:]\s+|\*\*\s+)(?:An?|The) (?:\*\*|\*|_)([^*_\n]{3,60})(?:\*\*|\*|_) (?:is|are|means|denotes)\b")
+        .expect("valid")
 });
 static CALLED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:is|are) (?:called|said to be|known as|referred to as) (?:an? |the )?([a-z][a-z\- ]{2,50}?)(?:[.,;:)]|\s+(?:if|when|of|for|and|with)\b)")
@@ -100,7 +106,7 @@ fn introduced(u: &ledger_core::Unit, text: &str) -> (BTreeSet<String>, BTreeSet<
             terms.insert(normalise(&c[1]));
         }
     }
-    for re in [&*CALLED, &*WE_DEFINE] {
+    for re in [&*CALLED, &*WE_DEFINE, &*MD_DEFINES] {
         for c in re.captures_iter(text) {
             terms.insert(normalise(&c[1]));
         }

@@ -1,9 +1,9 @@
 //! The offline DEPENDS judge against the carleson blueprint's author-written `\uses{}`
 //! annotations (hidden from the judge), and the candidate rules.
 
-use ledger_core::{Document, JudgmentOutcome, MentionKind, Resolution, UnitKind};
+use ledger_core::Document;
 use ledger_llm::depends::{Cache, DocContext, OfflineJudge, candidates, judge_corpus, judge_text};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn corpora() -> PathBuf {
@@ -38,71 +38,13 @@ fn the_judge_never_sees_uses_annotations() {
     assert!(seen.contains("Text."));
 }
 
-/// The statement a unit belongs to: a proof (or a part of one) belongs to the theorem-like unit
-/// it proves, the nearest earlier sibling statement; any other unit is its own. Blueprint
-/// authors put a result's `\uses` on its statement or on its proof alike, and the `\ref`s
-/// that reveal what a result applies are mostly in the proof.
-fn statement_of(doc: &Document, i: usize) -> usize {
-    let mut p = Some(i);
-    while let Some(x) = p {
-        if doc.units[x].kind == UnitKind::Proof {
-            let parent = doc.units[x].parent;
-            return (0..x)
-                .rev()
-                .find(|&k| doc.units[k].parent == parent && doc.units[k].kind != UnitKind::Proof)
-                .filter(|&k| doc.units[k].kind == UnitKind::Theorem)
-                .unwrap_or(x);
-        }
-        p = doc.units[x].parent;
-    }
-    i
-}
-
-/// Precision and recall of the document's judgments against the blueprint's `\uses`, at
-/// statement level, overall and per environment of the dependent statement:
-/// `(predicted, correct, gold)`. Verdicts count, not edges: a `\uses` is also a REFERENCES edge,
-/// which takes precedence over the DEPENDS edge of the same pair.
+/// Precision and recall of the judgments against the blueprint's `\uses`, at statement level:
+/// `(predicted, correct, gold)` overall and per environment.
 fn score(doc: &Document) -> BTreeMap<String, (usize, usize, usize)> {
-    let index = doc.unit_indices();
-    let owner = |i: usize| statement_of(doc, i);
-    let mut gold: BTreeSet<(usize, usize)> = BTreeSet::new();
-    for m in doc.mentions.iter().filter(|m| m.kind == MentionKind::Uses) {
-        if let Resolution::Resolved { doc: d, unit } = &m.resolution
-            && d == &doc.id
-            && let Some(&j) = index.get(unit.as_str())
-            && owner(j) < owner(m.unit)
-        {
-            // DEPENDS points to earlier units only; later prerequisites are out of reach.
-            gold.insert((owner(m.unit), owner(j)));
-        }
-    }
-    let annotated: BTreeSet<usize> = gold.iter().map(|g| g.0).collect();
-    let mut predicted: BTreeSet<(usize, usize)> = BTreeSet::new();
-    for j in &doc.judgments {
-        let JudgmentOutcome::Verdicts(verdicts) = &j.outcome else {
-            continue;
-        };
-        for (c, v) in j.candidates.iter().zip(verdicts) {
-            let pair = (owner(index[j.unit_id.as_str()]), owner(index[c.as_str()]));
-            if v.depends && pair.0 != pair.1 && annotated.contains(&pair.0) {
-                predicted.insert(pair);
-            }
-        }
-    }
-    let mut per: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
-    for &(i, j) in &predicted {
-        for key in [String::from("all"), doc.units[i].env.clone()] {
-            let e = per.entry(key).or_default();
-            e.0 += 1;
-            e.1 += usize::from(gold.contains(&(i, j)));
-        }
-    }
-    for &(i, _) in &gold {
-        for key in [String::from("all"), doc.units[i].env.clone()] {
-            per.entry(key).or_default().2 += 1;
-        }
-    }
-    per
+    ledger_bench::uses::score(doc)
+        .into_iter()
+        .map(|(k, d)| (k, (d.predicted, d.correct, d.gold)))
+        .collect()
 }
 
 fn ratio(a: usize, b: usize) -> f64 {
@@ -151,6 +93,39 @@ fn offline_judge_against_blueprint_uses() {
 
 const FLOOR_PRECISION: f64 = 0.17;
 const FLOOR_RECALL: f64 = 0.70;
+
+#[test]
+fn a_markdown_definition_is_a_prerequisite_of_the_units_using_its_term() {
+    let dir = std::env::temp_dir().join(format!("ledger-md-def-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("manual.md");
+    std::fs::write(
+        &path,
+        "# Manual\n\nA **lockfile** is the record of every resolved version.\n\n\
+         Unrelated text about colours.\n\nOne more unrelated paragraph.\n\n\
+         Commit the lockfile with the sources.\n",
+    )
+    .expect("write");
+    let mut docs = parsed(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    judge_corpus(&mut docs, &OfflineJudge, 8, &Cache::new());
+    let doc = &docs[0];
+    let text = |id: &str| {
+        doc.units
+            .iter()
+            .find(|u| u.id == id)
+            .map(|u| u.text.clone())
+            .unwrap_or_default()
+    };
+    let pairs: Vec<(String, String)> = doc
+        .depends
+        .iter()
+        .map(|e| (text(&e.src_unit), text(&e.dst_unit)))
+        .collect();
+    assert_eq!(pairs.len(), 1, "{pairs:?}");
+    assert!(pairs[0].0.starts_with("Commit the lockfile"), "{pairs:?}");
+    assert!(pairs[0].1.starts_with("A **lockfile** is"), "{pairs:?}");
+}
 
 #[test]
 fn candidates_are_a_window_plus_earlier_introducers() {

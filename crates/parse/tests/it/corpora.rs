@@ -217,6 +217,39 @@ fn printed_numbers_match_latex_aux_files() {
     }
 }
 
+#[test]
+fn the_generated_sample_numbers_like_latex_and_resolves_every_reference() {
+    // datasets/generated/gen-5k-1 was compiled with pdflatex (datasets/README.md): the number in
+    // each label (`lem:3`) is the one the generator printed, LaTeX printed it too, and so do we.
+    let truth = aux_numbers(&datasets().join("ground-truth/generated--gen-5k-1.aux"));
+    assert!(truth.len() > 50);
+    let docs = parse_dir(&datasets().join("generated/gen-5k-1"));
+    let ours: HashMap<&str, Option<&str>> = docs[0]
+        .units
+        .iter()
+        .flat_map(|u| u.labels.iter().map(|(l, n)| (l.as_str(), n.as_deref())))
+        .collect();
+    for (label, number) in &truth {
+        assert_eq!(label.rsplit(':').next(), Some(number.as_str()), "{label}");
+        assert_eq!(
+            ours.get(label.as_str()).copied().flatten(),
+            Some(number.as_str()),
+            "{label}"
+        );
+    }
+    for dir in ["gen-5k-1", "gen-5k-md-1"] {
+        let docs = parse_dir(&datasets().join("generated").join(dir));
+        assert_eq!(docs.len(), 1, "{dir}");
+        let broken: Vec<_> = docs[0]
+            .mentions
+            .iter()
+            .filter(|m| !matches!(m.resolution, Resolution::Resolved { .. }))
+            .collect();
+        assert!(docs[0].mentions.len() > 30, "{dir}");
+        assert!(broken.is_empty(), "{dir}: {broken:?}");
+    }
+}
+
 /// A compact, stable outline of a document: counts, then the section tree with numbers and ids.
 fn outline(doc: &Document) -> String {
     let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();

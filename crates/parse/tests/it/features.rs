@@ -276,3 +276,42 @@ fn run_in_paragraph_headings_stay_inside_a_proof() {
         1
     );
 }
+
+#[test]
+fn markdown_bold_labels_number_their_paragraphs_and_links_are_read_once() {
+    let doc = parse_one(
+        "notes.md",
+        "# Notes\n\n<a id=\"lock\"></a>**Definition 1.** A *lockfile* records versions.\n\n\
+         **Theorem 2.** Every build is reproducible.\n\n**Figure 3.** The resolver.\n\n\
+         By Theorem 2 and Definition 1, see [Figure 3](#lock) and Theorem 7.\n",
+    );
+    let unit = |number: &str| {
+        doc.units
+            .iter()
+            .position(|u| u.number.as_deref() == Some(number))
+            .unwrap_or_else(|| panic!("no unit numbered {number}"))
+    };
+    assert_eq!(doc.units[unit("1")].env, "definition");
+    assert_eq!(doc.units[unit("2")].kind, UnitKind::Theorem);
+    assert_eq!(doc.units[unit("3")].kind, UnitKind::Figure);
+    // The anchor named before the label still carries the number.
+    assert_eq!(number_of(&doc, "notes.md#lock").as_deref(), Some("1"));
+    for (text, number) in [("Theorem 2", "2"), ("Definition 1", "1")] {
+        let Resolution::Resolved { unit, .. } = target_of(&doc, text) else {
+            panic!("{text} unresolved");
+        };
+        assert_eq!(
+            doc.units
+                .iter()
+                .find(|u| &u.id == unit)
+                .and_then(|u| u.number.as_deref()),
+            Some(number)
+        );
+    }
+    assert!(matches!(
+        target_of(&doc, "Theorem 7"),
+        Resolution::Broken { .. }
+    ));
+    // Labels are not mentions of their own unit; a link's text is not read again.
+    assert_eq!(doc.mentions.len(), 4, "{:?}", doc.mentions);
+}
