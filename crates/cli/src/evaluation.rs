@@ -1,8 +1,9 @@
 //! `ledger bench [--quick] --out DIR`: the evaluation of the method on generated documents with
 //! ground truth (`ledger-bench`): each document is written, indexed with the ordinary pipeline
-//! and parsed; every strategy retrieves a context for every case; the report holds the main
-//! table, the edge-type ablation, the weight configurations and edge detection, as Markdown and
-//! JSON.
+//! and parsed; every strategy retrieves a context for every case; the deterministic edits of the
+//! cases are made and checked (`edits`), and with `[llm]` a sample is edited by the model
+//! (`llm_edits`); the report holds the main table, the edge-type ablation, the weight
+//! configurations, edge detection and the edit tables, as Markdown and JSON, with two plots.
 
 use crate::config::{IndexConfig, RelatedConfig};
 use crate::pipeline::Stage;
@@ -483,8 +484,9 @@ fn evaluate_real(
         )
         .expect("valid")
     });
+    let graph_dir = out.join("graphs").join(format!("real-{name}"));
     let ix = Indexed::new(
-        &out.join("graphs").join(format!("real-{name}")),
+        &graph_dir,
         main,
         pipeline,
         budget_share,
@@ -550,7 +552,6 @@ fn evaluate_real(
         })
         .collect();
     // DEPENDS against the blueprint's `\uses` (hidden from the judge), at statement level.
-    let graph_dir = out.join("graphs").join(format!("real-{name}"));
     let mut judged = doc.clone();
     judged.judgments = ledger_store::read_judgments(&graph_dir)?
         .into_iter()
