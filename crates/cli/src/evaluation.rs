@@ -485,12 +485,7 @@ fn evaluate_real(
         .expect("valid")
     });
     let graph_dir = out.join("graphs").join(format!("real-{name}"));
-    let ix = Indexed::new(
-        &graph_dir,
-        main,
-        pipeline,
-        budget_share,
-    )?;
+    let ix = Indexed::new(&graph_dir, main, pipeline, budget_share)?;
     let (graph, doc) = (&ix.graph, &ix.doc);
     let by_label: HashMap<&str, usize> = doc
         .units
