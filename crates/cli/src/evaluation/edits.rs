@@ -116,7 +116,7 @@ pub fn evaluate(
         let edited = checked.edited.get(&main).unwrap_or(&original);
         let after = references(edited, g.format);
         let moved = map_spans(&spans, &checked.stages, &main);
-        let same = |u: usize| original[spans[u].0..spans[u].1] == edited[moved[u].0..moved[u].1];
+        let same = |u: usize| unchanged(&original, edited, spans[u], moved[u]);
         let must: Vec<usize> = case
             .must_change
             .iter()
@@ -291,6 +291,18 @@ fn stale(text: &str, old: &str, new: &[&String]) -> usize {
         .iter()
         .filter(|k| !renamed.contains(k))
         .count()
+}
+
+/// Whether the text of `before` in `original` is the text of `after` in `edited` (a range that
+/// does not fall on character boundaries counts as changed).
+pub(super) fn unchanged(
+    original: &str,
+    edited: &str,
+    before: (usize, usize),
+    after: (usize, usize),
+) -> bool {
+    original.get(before.0..before.1).is_some()
+        && original.get(before.0..before.1) == edited.get(after.0..after.1)
 }
 
 /// The byte ranges `spans` of the original text of `path` after the edit `stages`: text

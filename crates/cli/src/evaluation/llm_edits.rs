@@ -4,7 +4,7 @@
 //! ground truth: the units that must change did, the units that must not change did not, and
 //! every reference still names its unit (independent resolution, `ledger_bench::check`).
 
-use super::edits::{map_spans, spread};
+use super::edits::{map_spans, spread, unchanged};
 use crate::config::Config;
 use crate::edit::{LLM_ALLOWED, LlmEdit};
 use anyhow::Result;
@@ -121,9 +121,7 @@ pub fn evaluate(doc: &Doc, config: &Config, n: usize) -> Result<Vec<Outcome>> {
                 if o.accepted {
                     let edited = plan.checked.edited.get(&main).unwrap_or(&original);
                     let moved = map_spans(&spans, &plan.checked.stages, &main);
-                    let same = |u: usize| {
-                        original[spans[u].0..spans[u].1] == edited[moved[u].0..moved[u].1]
-                    };
+                    let same = |u: usize| unchanged(&original, edited, spans[u], moved[u]);
                     o.changed = must.iter().filter(|&&u| !same(u)).count();
                     o.untouched = case.must_not_change.iter().filter(|&&u| same(u)).count();
                     // The model may add or drop a reference: then every reference that no
