@@ -83,6 +83,21 @@ fn index_then_sql_on_the_bundled_datasets() {
         .find(|r| r["kind"] == "theorem")
         .expect("theorem row");
     assert!(theorems["n"].as_i64().expect("count") >= 34);
+    // Broken references are the carleson paper's own (it cites another work's sections); the
+    // generated documents and the folder's README have none.
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        graph.to_str().expect("utf8"),
+        "--format",
+        "json",
+        "SELECT doc_id, COUNT(*) AS n FROM broken_references GROUP BY doc_id",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let broken: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
+    for row in broken.as_array().expect("array") {
+        assert_eq!(row["doc_id"], "datasets/paper-carleson-lean/main.tex", "{broken}");
+    }
     // The configured output format comes from the environment when no flag is given.
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
         .args([
