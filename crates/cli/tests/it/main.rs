@@ -96,7 +96,10 @@ fn index_then_sql_on_the_bundled_datasets() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let broken: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
     for row in broken.as_array().expect("array") {
-        assert_eq!(row["doc_id"], "datasets/paper-carleson-lean/main.tex", "{broken}");
+        assert_eq!(
+            row["doc_id"], "datasets/paper-carleson-lean/main.tex",
+            "{broken}"
+        );
     }
     // The configured output format comes from the environment when no flag is given.
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
