@@ -142,74 +142,68 @@ pub fn evaluate(
         let cases: Vec<&ledger_bench::Case> =
             g.cases.iter().filter(|c| c.category == category).collect();
         for case in spread(cases.clone(), per_category) {
-            match &case.edit {
-                Some(DeterministicEdit::RenameTerm {
-                    old,
-                    new,
-                    old_plural,
-                    new_plural,
-                }) => {
-                    let consistent = |edited: &str| {
-                        // No occurrence of the old term left; the plurals follow.
-                        stale(edited, old, &[new, new_plural]) == 0
-                            && word_count(edited, new_plural) == word_count(&original, old_plural)
-                    };
-                    let plan =
-                        crate::edit::plan_rename_term(&paths, config, &sources, old, new, &[])?;
-                    out.push(score(
-                        "rename-term",
-                        Method::Ledger,
-                        case,
-                        &plan.checked,
-                        None,
-                        &consistent,
-                    ));
-                    let naive: Vec<Replacement> = original
-                        .match_indices(old.as_str())
-                        .map(|(k, _)| replacement(&main, k, k + old.len(), new))
-                        .collect();
-                    let checked =
-                        crate::edit::check(&paths, config, &sources, &[naive], |_, _| Vec::new())?;
-                    out.push(score(
-                        "rename-term",
-                        Method::Naive,
-                        case,
-                        &checked,
-                        None,
-                        &consistent,
-                    ));
-                }
-                Some(DeterministicEdit::InsertSection { before: sec, text }) => {
-                    let at = ledger_edit::find_unit(&sources.docs, None, &g.units[*sec].id)?;
-                    let op = ledger_edit::Op::Insert {
-                        before: at,
-                        text: text.clone(),
-                    };
-                    let plan = crate::edit::plan_structural(&paths, config, &sources, &op)?;
-                    let all_valid = |_: &str| true;
-                    out.push(score(
-                        "insert-section",
-                        Method::Ledger,
-                        case,
-                        &plan.checked,
-                        None,
-                        &all_valid,
-                    ));
-                    let start = g.units[*sec].start;
-                    let naive = vec![replacement(&main, start, start, &format!("{text}\n"))];
-                    let checked =
-                        crate::edit::check(&paths, config, &sources, &[naive], |_, _| Vec::new())?;
-                    out.push(score(
-                        "insert-section",
-                        Method::Naive,
-                        case,
-                        &checked,
-                        None,
-                        &all_valid,
-                    ));
-                }
-                None => {}
-            }
+            // The edit made with LEDGER, the same edit as a text tool makes it, and the case's
+            // consistency rule; both are scored alike.
+            type Consistent<'a> = Box<dyn Fn(&str) -> bool + 'a>;
+            let (edit, ledger, naive, consistent): (_, _, Vec<Replacement>, Consistent) =
+                match &case.edit {
+                    Some(DeterministicEdit::RenameTerm {
+                        old,
+                        new,
+                        old_plural,
+                        new_plural,
+                    }) => {
+                        let plan =
+                            crate::edit::plan_rename_term(&paths, config, &sources, old, new, &[])?;
+                        let naive = original
+                            .match_indices(old.as_str())
+                            .map(|(k, _)| replacement(&main, k, k + old.len(), new))
+                            .collect();
+                        let original = &original;
+                        let consistent = move |edited: &str| {
+                            // No occurrence of the old term left; the plurals follow.
+                            stale(edited, old, &[new, new_plural]) == 0
+                                && word_count(edited, new_plural)
+                                    == word_count(original, old_plural)
+                        };
+                        ("rename-term", plan.checked, naive, Box::new(consistent))
+                    }
+                    Some(DeterministicEdit::InsertSection { before: sec, text }) => {
+                        let at = ledger_edit::find_unit(&sources.docs, None, &g.units[*sec].id)?;
+                        let op = ledger_edit::Op::Insert {
+                            before: at,
+                            text: text.clone(),
+                        };
+                        let plan = crate::edit::plan_structural(&paths, config, &sources, &op)?;
+                        let start = g.units[*sec].start;
+                        let naive = vec![replacement(&main, start, start, &format!("{text}\n"))];
+                        (
+                            "insert-section",
+                            plan.checked,
+                            naive,
+                            Box::new(|_: &str| true),
+                        )
+                    }
+                    None => continue,
+                };
+            out.push(score(
+                edit,
+                Method::Ledger,
+                case,
+                &ledger,
+                None,
+                &*consistent,
+            ));
+            let checked =
+                crate::edit::check(&paths, config, &sources, &[naive], |_, _| Vec::new())?;
+            out.push(score(
+                edit,
+                Method::Naive,
+                case,
+                &checked,
+                None,
+                &*consistent,
+            ));
         }
         // Every category: relabel a target that has a label, with all its `\ref`s.
         let labelled: Vec<&ledger_bench::Case> = cases
