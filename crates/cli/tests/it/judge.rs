@@ -2,7 +2,7 @@
 //! judgments persisted in Parquet and reused by the next run), and against a real llama.cpp
 //! server with a small model.
 
-use super::{root, server, stdout};
+use super::{root, server, sql, stdout};
 use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -18,23 +18,6 @@ fn ledger_llm(url: &str, model: &str, args: &[&str]) -> Output {
         .env("LEDGER_LLM_CONCURRENCY", "1")
         .output()
         .expect("ledger runs")
-}
-
-fn sql(graph: &Path, query: &str) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args([
-            "sql",
-            "--graph",
-            graph.to_str().expect("utf8"),
-            "--format",
-            "json",
-            query,
-        ])
-        .env_remove("LEDGER_CONFIG")
-        .output()
-        .expect("ledger runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_str(&stdout(&o)).expect("json")
 }
 
 fn int(v: &serde_json::Value) -> u64 {

@@ -57,6 +57,20 @@ fn index(out: &Path) -> Output {
     o
 }
 
+/// `ledger sql --format json` on a graph; the rows as JSON.
+fn sql(graph: &Path, query: &str) -> serde_json::Value {
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        graph.to_str().expect("utf8"),
+        "--format",
+        "json",
+        query,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&stdout(&o)).expect("json output")
+}
+
 #[test]
 fn index_then_sql_on_the_bundled_datasets() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -66,16 +80,10 @@ fn index_then_sql_on_the_bundled_datasets() {
     // Two LaTeX papers, two generated documents (LaTeX, Markdown) and the folder's README.md.
     assert!(summary.contains("documents: 5"), "{summary}");
     assert!(summary.contains("REFERENCES"), "{summary}");
-    let o = ledger(&[
-        "sql",
-        "--graph",
-        graph.to_str().expect("utf8"),
-        "--format",
-        "json",
+    let rows = sql(
+        &graph,
         "SELECT kind, COUNT(*) AS n FROM units GROUP BY kind ORDER BY kind",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
+    );
     let theorems = rows
         .as_array()
         .expect("array")
@@ -85,16 +93,10 @@ fn index_then_sql_on_the_bundled_datasets() {
     assert!(theorems["n"].as_i64().expect("count") >= 34);
     // Broken references are the carleson paper's own (it cites another work's sections); the
     // generated documents and the folder's README have none.
-    let o = ledger(&[
-        "sql",
-        "--graph",
-        graph.to_str().expect("utf8"),
-        "--format",
-        "json",
+    let broken = sql(
+        &graph,
         "SELECT doc_id, COUNT(*) AS n FROM broken_references GROUP BY doc_id",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let broken: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
+    );
     for row in broken.as_array().expect("array") {
         assert_eq!(
             row["doc_id"], "datasets/paper-carleson-lean/main.tex",
@@ -461,16 +463,10 @@ fn context_and_impact_from_a_graph() {
     index(&graph);
     let g = graph.to_str().expect("utf8");
     // The unit most referred to or depended on.
-    let o = ledger(&[
-        "sql",
-        "--graph",
-        g,
-        "--format",
-        "json",
+    let top = sql(
+        &graph,
         "SELECT doc_id, unit_id, COUNT(*) AS n FROM dependents GROUP BY doc_id, unit_id ORDER BY n DESC, unit_id LIMIT 1",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let top: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    );
     let (doc, unit) = (
         top[0]["doc_id"].as_str().expect("doc"),
         top[0]["unit_id"].as_str().expect("unit"),
