@@ -34,20 +34,12 @@ impl Detection {
 
     /// Correct / predicted (1 when nothing was predicted).
     pub fn precision(&self) -> f64 {
-        if self.predicted == 0 {
-            1.0
-        } else {
-            self.correct as f64 / self.predicted as f64
-        }
+        ratio(self.correct, self.predicted)
     }
 
     /// Correct / gold (1 when there is no gold pair).
     pub fn recall(&self) -> f64 {
-        if self.gold == 0 {
-            1.0
-        } else {
-            self.correct as f64 / self.gold as f64
-        }
+        ratio(self.correct, self.gold)
     }
 }
 
@@ -97,4 +89,13 @@ pub fn mean(values: impl IntoIterator<Item = f64>) -> f64 {
         .into_iter()
         .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     if n == 0 { 0.0 } else { sum / n as f64 }
+}
+
+/// `num / den`, 1 when there is nothing to count (`den == 0`).
+pub fn ratio(num: usize, den: usize) -> f64 {
+    if den == 0 {
+        1.0
+    } else {
+        num as f64 / den as f64
+    }
 }

@@ -9,7 +9,7 @@ use crate::config::{IndexConfig, RelatedConfig};
 use crate::pipeline::Stage;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use ledger_bench::metrics::{CaseScore, Detection, mean, score};
+use ledger_bench::metrics::{CaseScore, Detection, mean, ratio, score};
 use ledger_bench::strategy::{self, Method, Strategy};
 use ledger_bench::{Category, Generated, Spec, generate};
 use ledger_core::{EdgeKind, Format, UnitKind};
@@ -767,13 +767,6 @@ impl Report {
                     .iter()
                     .filter(|o| o.edit == edit && o.method == method)
                     .collect();
-                let ratio = |num: usize, den: usize| {
-                    if den == 0 {
-                        1.0
-                    } else {
-                        num as f64 / den as f64
-                    }
-                };
                 let sum = |f: fn(&edits::Outcome) -> usize| of.iter().map(|o| f(o)).sum::<usize>();
                 let must = sum(|o| o.must_change);
                 let broken: Vec<&&&edits::Outcome> = of.iter().filter(|o| o.broken()).collect();
@@ -808,13 +801,6 @@ impl Report {
             if of.is_empty() {
                 continue;
             }
-            let ratio = |num: usize, den: usize| {
-                if den == 0 {
-                    1.0
-                } else {
-                    num as f64 / den as f64
-                }
-            };
             let accepted: Vec<&&&llm_edits::Outcome> = of.iter().filter(|o| o.accepted).collect();
             llm_rows.push(LlmRow {
                 category: category.map_or("all", |c| c.as_str()).to_string(),
