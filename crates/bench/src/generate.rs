@@ -178,6 +178,14 @@ pub struct Generated {
 }
 
 impl Generated {
+    /// The name of its file in the folder it is written to: `main.tex` or `main.md`.
+    pub fn file_name(&self) -> &'static str {
+        match self.format {
+            Format::Latex => "main.tex",
+            _ => "main.md",
+        }
+    }
+
     /// Each unit's byte range in the source: from its start to the next unit's start (the last
     /// one to `\end{document}`); a section's range is its heading.
     pub fn spans(&self) -> Vec<(usize, usize)> {

@@ -96,10 +96,7 @@ pub fn run(which: Which) -> Result<()> {
             );
             let dir = out.join(&name);
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            let file = match format {
-                ledger_core::Format::Latex => "main.tex",
-                _ => "main.md",
-            };
+            let file = g.file_name();
             std::fs::write(dir.join(file), &g.source)?;
             std::fs::write(
                 dir.join("gold.json"),

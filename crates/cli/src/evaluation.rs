@@ -343,11 +343,7 @@ fn evaluate(
 ) -> Result<DocResult> {
     let dir = out.join("documents").join(&g.name);
     std::fs::create_dir_all(&dir)?;
-    let file = match g.format {
-        Format::Latex => "main.tex",
-        _ => "main.md",
-    };
-    std::fs::write(dir.join(file), &g.source)?;
+    std::fs::write(dir.join(g.file_name()), &g.source)?;
     let ix = Indexed::new(
         &out.join("graphs").join(&g.name),
         &dir,
