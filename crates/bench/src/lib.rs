@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod generate;
+pub mod history;
 pub mod metrics;
 pub mod strategy;
 pub mod uses;

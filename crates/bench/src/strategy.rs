@@ -1,22 +1,25 @@
-//! Retrieval strategies for an edit, all over the same graph: baselines (full document, a
-//! sliding window, flat RAG by cosine, hierarchical RAG along CONTAINS only), LEDGER, the
-//! edge-type ablations and the weight configurations.
+//! Retrieval strategies for an edit, all over the same graph: baselines (the document from its
+//! start, reading around the target, BM25, dense retrieval, hierarchical RAG along CONTAINS only),
+//! LEDGER, its ablations and weight configurations.
 
-use ledger_retrieve::{Graph, Weights};
+use ledger_retrieve::{Graph, Ranking, Request, Weights};
 use serde::Serialize;
 use std::collections::HashMap;
 
 /// How a strategy picks units.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum Method {
-    /// The whole document.
+    /// The document in order from its start (the whole document when the limit allows).
     Full,
-    /// Units in document order around the targets, up to this many tokens.
-    Window(usize),
-    /// The units whose embeddings are nearest the targets', greedily under the budget.
-    FlatRag,
-    /// Best-first expansion over the graph's edges with these weights, under the budget.
-    Graph(Weights),
+    /// Reading around the target: the targets and their subtrees, then the units nearest to
+    /// them in document order, up to this many tokens (`None`: the budget).
+    Window(Option<usize>),
+    /// The targets, then units by BM25 against the instruction and the targets' text.
+    Lexical,
+    /// The targets, then units by the cosine of their summary embedding with the query's.
+    Dense,
+    /// LEDGER's ranking with these settings.
+    Ledger(Ranking),
 }
 
 /// A named strategy and the table it is reported in.
@@ -30,65 +33,151 @@ pub struct Strategy {
     pub method: Method,
 }
 
-/// Every strategy of the evaluation, from `base` (the configured LEDGER weights).
-pub fn all(base: Weights) -> Vec<Strategy> {
+fn strategy(name: &str, group: &'static str, method: Method) -> Strategy {
+    Strategy {
+        name: name.to_string(),
+        group,
+        method,
+    }
+}
+
+/// The strategies of the generated track, from `base` (the configured ranking): the baselines,
+/// LEDGER, the edge-type ablations and the weight configurations (the walk alone, so that the
+/// edge types are what is compared).
+pub fn all(base: Ranking) -> Vec<Strategy> {
+    let w = base.weights;
     let with = |references, depends, contains, related| Weights {
         references,
         depends,
         contains,
         related,
-        decay: base.decay,
     };
-    let s = |name: &str, group: &'static str, method: Method| Strategy {
-        name: name.to_string(),
-        group,
-        method,
-    };
+    let walk = |weights| Method::Ledger(Ranking::walk_only(weights));
+    let s = strategy;
     vec![
         s("full document", "baseline", Method::Full),
-        s("sliding window 4K", "baseline", Method::Window(4096)),
-        s("flat RAG (cosine)", "baseline", Method::FlatRag),
+        s("sliding window 4K", "baseline", Method::Window(Some(4096))),
+        s("flat RAG (cosine)", "baseline", Method::Dense),
         s(
             "hierarchical RAG (CONTAINS)",
             "baseline",
-            Method::Graph(with(0.0, 0.0, base.contains, 0.0)),
+            walk(with(0.0, 0.0, w.contains, 0.0)),
         ),
-        s("LEDGER", "ledger", Method::Graph(base)),
+        s("LEDGER", "ledger", Method::Ledger(base)),
         s(
             "CONTAINS + RELATED",
             "ablation",
-            Method::Graph(with(0.0, 0.0, base.contains, base.related)),
+            walk(with(0.0, 0.0, w.contains, w.related)),
         ),
         s(
             "+ DEPENDS",
             "ablation",
-            Method::Graph(with(0.0, base.depends, base.contains, base.related)),
+            walk(with(0.0, w.depends, w.contains, w.related)),
         ),
-        s("+ REFERENCES (LEDGER)", "ablation", Method::Graph(base)),
+        s("+ REFERENCES (walk only)", "ablation", walk(w)),
         s(
             "100/50/30/10",
             "weights",
-            Method::Graph(with(100.0, 50.0, 30.0, 10.0)),
+            walk(with(100.0, 50.0, 30.0, 10.0)),
         ),
         s(
             "200/100/60/20 (scaled)",
             "weights",
-            Method::Graph(with(200.0, 100.0, 60.0, 20.0)),
+            walk(with(200.0, 100.0, 60.0, 20.0)),
         ),
         s(
             "100/150/30/10 (DEPENDS boosted)",
             "weights",
-            Method::Graph(with(100.0, 150.0, 30.0, 10.0)),
+            walk(with(100.0, 150.0, 30.0, 10.0)),
         ),
         s(
             "100/50/30/120 (RELATED boosted)",
             "weights",
-            Method::Graph(with(100.0, 50.0, 30.0, 120.0)),
+            walk(with(100.0, 50.0, 30.0, 120.0)),
         ),
         s(
             "25/25/25/25 (uniform)",
             "weights",
-            Method::Graph(with(25.0, 25.0, 25.0, 25.0)),
+            walk(with(25.0, 25.0, 25.0, 25.0)),
+        ),
+    ]
+}
+
+/// The strategies of the real-edit track, from `base`: the baselines under the same budget, LEDGER,
+/// and LEDGER without each of its parts.
+pub fn real(base: Ranking) -> Vec<Strategy> {
+    let s = strategy;
+    let w = base.weights;
+    let without = |f: &dyn Fn(&mut Ranking)| {
+        let mut r = base;
+        f(&mut r);
+        Method::Ledger(r)
+    };
+    vec![
+        s("document from the start", "baseline", Method::Full),
+        s(
+            "reading around the target",
+            "baseline",
+            Method::Window(None),
+        ),
+        s("BM25", "baseline", Method::Lexical),
+        s("dense (summary embeddings)", "baseline", Method::Dense),
+        s(
+            "hierarchical (CONTAINS)",
+            "baseline",
+            Method::Ledger(Ranking::walk_only(Weights {
+                references: 0.0,
+                depends: 0.0,
+                contains: w.contains,
+                related: 0.0,
+            })),
+        ),
+        s("LEDGER", "ledger", Method::Ledger(base)),
+        s("without the walk", "ablation", without(&|r| r.graph = 0.0)),
+        s("without BM25", "ablation", without(&|r| r.lexical = 0.0)),
+        s(
+            "without embeddings",
+            "ablation",
+            without(&|r| r.dense = 0.0),
+        ),
+        s(
+            "without locality",
+            "ablation",
+            without(&|r| r.locality = 0.0),
+        ),
+        s(
+            "without sections",
+            "ablation",
+            without(&|r| r.section = 0.0),
+        ),
+        s(
+            "without direct links",
+            "ablation",
+            without(&|r| r.linked = 0.0),
+        ),
+        s(
+            "without proof links",
+            "ablation",
+            without(&|r| r.proof = r.weights.depends),
+        ),
+        s(
+            "walk over CONTAINS + RELATED",
+            "ablation",
+            without(&|r| {
+                r.weights.references = 0.0;
+                r.weights.depends = 0.0;
+                r.proof = 0.0;
+            }),
+        ),
+        s(
+            "walk without REFERENCES",
+            "ablation",
+            without(&|r| r.weights.references = 0.0),
+        ),
+        s(
+            "walk alone",
+            "ablation",
+            Method::Ledger(Ranking::walk_only(w)),
         ),
     ]
 }
@@ -102,7 +191,18 @@ pub struct Retrieved {
     pub tokens: usize,
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
+/// What a case gives the strategies besides its targets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Query<'a> {
+    /// The instruction (BM25 and LEDGER's lexical signal).
+    pub instruction: Option<&'a str>,
+    /// Cosine of units' summary embeddings with the query's (dense retrieval and LEDGER's
+    /// dense signal).
+    pub dense: Option<&'a HashMap<usize, f32>>,
+}
+
+/// Cosine of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut d, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
     for (x, y) in a.iter().zip(b) {
         d += x * y;
@@ -116,82 +216,123 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// Cosine of each unit's vector with `query`.
+pub fn dense_scores(query: &[f32], vectors: &HashMap<usize, Vec<f32>>) -> HashMap<usize, f32> {
+    vectors
+        .iter()
+        .map(|(&u, v)| (u, cosine(query, v)))
+        .collect()
+}
+
 /// Runs `method` for `targets` of one document (`doc_units`: its graph indices in document
-/// order) under `budget` tokens; `vectors` holds the units' embeddings.
+/// order) under `budget` tokens.
 pub fn retrieve(
     method: &Method,
     graph: &Graph,
     doc_units: &[usize],
     targets: &[usize],
     budget: usize,
-    depth: usize,
-    vectors: &HashMap<usize, Vec<f32>>,
+    query: Query,
 ) -> Retrieved {
+    retrieve_at(method, graph, doc_units, targets, &[budget], query)
+        .pop()
+        .unwrap_or_default()
+}
+
+/// [`retrieve`] under each of `budgets`: the units are ranked once and packed per budget (each
+/// unit taken, in rank order, while it fits).
+pub fn retrieve_at(
+    method: &Method,
+    graph: &Graph,
+    doc_units: &[usize],
+    targets: &[usize],
+    budgets: &[usize],
+    query: Query,
+) -> Vec<Retrieved> {
     let units = graph.units();
-    let mut out = Retrieved::default();
-    let mut taken = std::collections::HashSet::new();
-    let mut take = |out: &mut Retrieved, u: usize, limit: usize| {
-        if out.tokens + units[u].tokens <= limit && taken.insert(u) {
-            out.tokens += units[u].tokens;
-            out.units.push(u);
+    let pack = |order: &[usize], budget: usize| {
+        let mut out = Retrieved::default();
+        let mut taken = std::collections::HashSet::new();
+        for &u in order {
+            if out.tokens + units[u].tokens <= budget && taken.insert(u) {
+                out.tokens += units[u].tokens;
+                out.units.push(u);
+            }
         }
+        out
     };
-    match method {
-        Method::Full => {
-            for &u in doc_units {
-                take(&mut out, u, usize::MAX);
-            }
-        }
+    let by_score = |scores: &HashMap<usize, f32>| -> Vec<usize> {
+        let mut scored: Vec<(f32, usize)> = doc_units
+            .iter()
+            .filter_map(|&u| Some((*scores.get(&u)?, u)))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        targets
+            .iter()
+            .copied()
+            .chain(scored.into_iter().map(|(_, u)| u))
+            .collect()
+    };
+    let order: Vec<usize> = match method {
+        Method::Full => doc_units.to_vec(),
         Method::Window(size) => {
+            let mut order: Vec<usize> = Vec::new();
             for &t in targets {
-                take(&mut out, t, *size);
+                order.push(t);
+                order.extend(graph.subtree(t));
             }
-            let Some(centre) = targets
+            if let Some(centre) = targets
                 .first()
                 .and_then(|t| doc_units.iter().position(|u| u == t))
-            else {
-                return out;
-            };
-            let (mut left, mut right) = (centre, centre + 1);
-            while left > 0 || right < doc_units.len() {
-                if left > 0 {
-                    left -= 1;
-                    take(&mut out, doc_units[left], *size);
-                }
-                if right < doc_units.len() {
-                    take(&mut out, doc_units[right], *size);
-                    right += 1;
+            {
+                let (mut left, mut right) = (centre, centre + 1);
+                while left > 0 || right < doc_units.len() {
+                    if left > 0 {
+                        left -= 1;
+                        order.push(doc_units[left]);
+                    }
+                    if right < doc_units.len() {
+                        order.push(doc_units[right]);
+                        right += 1;
+                    }
                 }
             }
+            if let Some(n) = size {
+                return budgets.iter().map(|_| pack(&order, *n)).collect();
+            }
+            order
         }
-        Method::FlatRag => {
+        Method::Lexical => {
+            let mut text = query.instruction.unwrap_or_default().to_string();
             for &t in targets {
-                take(&mut out, t, budget);
+                text.push('\n');
+                text.push_str(&units[t].text);
             }
-            // The query: the mean of the targets' vectors.
-            let mut query: Vec<f32> = Vec::new();
-            for v in targets.iter().filter_map(|t| vectors.get(t)) {
-                if query.is_empty() {
-                    query = vec![0.0; v.len()];
-                }
-                for (q, x) in query.iter_mut().zip(v) {
-                    *q += x;
-                }
-            }
-            let mut scored: Vec<(f32, usize)> = doc_units
+            by_score(&graph.lexical().scores(&text).into_iter().collect())
+        }
+        Method::Dense => by_score(query.dense.unwrap_or(&HashMap::new())),
+        Method::Ledger(ranking) => {
+            let signals = graph.signals(
+                &Request {
+                    targets,
+                    instruction: query.instruction,
+                    dense: query.dense,
+                    budget: 0,
+                },
+                ranking,
+            );
+            let ranked = signals.rank(ranking);
+            return budgets
                 .iter()
-                .filter_map(|&u| Some((cosine(&query, vectors.get(&u)?), u)))
+                .map(|&b| {
+                    let units = ranked.pack_units(graph, b);
+                    Retrieved {
+                        tokens: units.iter().map(|&u| graph.units()[u].tokens).sum(),
+                        units,
+                    }
+                })
                 .collect();
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            for (_, u) in scored {
-                take(&mut out, u, budget);
-            }
         }
-        Method::Graph(weights) => {
-            let c = graph.context(targets, budget, weights, depth);
-            out.tokens = c.tokens;
-            out.units = c.units.iter().map(|t| t.unit).collect();
-        }
-    }
-    out
+    };
+    budgets.iter().map(|&b| pack(&order, b)).collect()
 }

@@ -5,24 +5,24 @@ use crate::metrics::Detection;
 use ledger_core::{Document, JudgmentOutcome, MentionKind, Resolution, UnitKind};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The statement a unit belongs to: a proof (or a part of one) belongs to the theorem-like unit
-/// it proves, the nearest earlier sibling statement; any other unit is its own. Blueprint
-/// authors put a result's `\uses` on its statement or on its proof alike, and the `\ref`s
-/// that reveal what a result applies are mostly in the proof.
-pub fn statement_of(doc: &Document, i: usize) -> usize {
-    let mut p = Some(i);
-    while let Some(x) = p {
-        if doc.units[x].kind == UnitKind::Proof {
-            let parent = doc.units[x].parent;
-            return (0..x)
-                .rev()
-                .find(|&k| doc.units[k].parent == parent && doc.units[k].kind != UnitKind::Proof)
-                .filter(|&k| doc.units[k].kind == UnitKind::Theorem)
-                .unwrap_or(x);
-        }
-        p = doc.units[x].parent;
-    }
-    i
+/// The statement each unit belongs to: a proof (or a part of one) belongs to the statement it
+/// proves ([`Document::proofs`]); any other unit is its own. Blueprint authors put a result's
+/// `\uses` on its statement or on its proof alike, and the `\ref`s that reveal what a result
+/// applies are mostly in the proof.
+pub fn statements(doc: &Document) -> Vec<usize> {
+    let proved: std::collections::HashMap<usize, usize> = doc.proofs().into_iter().collect();
+    (0..doc.units.len())
+        .map(|i| {
+            let mut p = Some(i);
+            while let Some(x) = p {
+                if doc.units[x].kind == UnitKind::Proof {
+                    return proved.get(&x).copied().unwrap_or(x);
+                }
+                p = doc.units[x].parent;
+            }
+            i
+        })
+        .collect()
 }
 
 /// The document's DEPENDS verdicts (its `judgments`) against its `\uses`, at statement level,
@@ -32,7 +32,8 @@ pub fn statement_of(doc: &Document, i: usize) -> usize {
 /// DEPENDS edge of the same pair. Empty when the document has no `\uses`.
 pub fn score(doc: &Document) -> BTreeMap<String, Detection> {
     let index = doc.unit_indices();
-    let owner = |i: usize| statement_of(doc, i);
+    let statements = statements(doc);
+    let owner = |i: usize| statements[i];
     let mut gold: BTreeSet<(usize, usize)> = BTreeSet::new();
     for m in doc.mentions.iter().filter(|m| m.kind == MentionKind::Uses) {
         if let Resolution::Resolved { doc: d, unit } = &m.resolution

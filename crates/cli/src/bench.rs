@@ -1,6 +1,7 @@
 //! `ledger bench parse`: parse + reference-extraction throughput (see `ledger_parse::bench`).
 //! `ledger bench distributed`: documents/s of the embedded mode and of 1, 2, 4 workers.
 //! `ledger bench generate`: one generated document with its ground truth.
+//! `ledger bench context`: the time of a context query on a graph, against the baselines'.
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
@@ -35,6 +36,23 @@ pub enum Which {
         #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
         workers: Vec<usize>,
     },
+    /// Time per context query on a graph: LEDGER's ranking (every theorem-like unit, or a sample,
+    /// as a target) against BM25 and reading around the target in the same run; the graph's load
+    /// and the instruction's embedding are timed apart.
+    Context {
+        /// The graph folder.
+        #[arg(long)]
+        graph: PathBuf,
+        /// Only targets in this document.
+        #[arg(long)]
+        doc: Option<String>,
+        /// Targets queried (spread evenly over the theorem-like units).
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Token budget of each context.
+        #[arg(long, default_value_t = 4000)]
+        budget: usize,
+    },
     /// Writes one generated document with its ground truth: `OUT/NAME/main.tex` (or `main.md`)
     /// and `OUT/NAME/gold.json` (units, gold REFERENCES/DEPENDS/RELATED pairs as unit indices,
     /// edit cases).
@@ -58,8 +76,14 @@ pub enum Which {
 }
 
 /// Runs a benchmark and prints its table.
-pub fn run(which: Which) -> Result<()> {
+pub fn run(which: Which, config: &crate::config::Config) -> Result<()> {
     match which {
+        Which::Context {
+            graph,
+            doc,
+            queries,
+            budget,
+        } => context(&graph, doc.as_deref(), queries, budget, config),
         Which::Parse {
             paths,
             repeat,
@@ -207,6 +231,107 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
         println!(
             "\nqueue overhead: {:.1} ms per document (1 worker against embedded with 1 thread, process start-up included)",
             (one - embedded_1) / docs.max(1) as f64 * 1000.0
+        );
+    }
+    Ok(())
+}
+
+/// The instruction of every timed context query.
+const INSTRUCTION: &str = "Strengthen the hypothesis and update every result that uses it";
+
+/// `ledger bench context`.
+fn context(
+    path: &Path,
+    doc: Option<&str>,
+    queries: usize,
+    budget: usize,
+    config: &crate::config::Config,
+) -> Result<()> {
+    use ledger_bench::strategy::{self, Method, Query};
+    let started = Instant::now();
+    let graph = crate::retrieval::load(path)?;
+    let load = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    graph.lexical();
+    let lexical_index = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let relevance =
+        crate::retrieval::instruction_relevance(path, &graph, INSTRUCTION, &config.embed);
+    let embedding = started.elapsed().as_secs_f64();
+    let units = graph.units();
+    let candidates: Vec<usize> = (0..units.len())
+        .filter(|&i| units[i].kind == ledger_core::UnitKind::Theorem)
+        .filter(|&i| doc.is_none_or(|d| units[i].doc_id == d))
+        .collect();
+    if candidates.is_empty() {
+        bail!("no theorem-like unit to query in {}", path.display());
+    }
+    let step = candidates.len().div_ceil(queries.max(1));
+    let targets: Vec<usize> = candidates.iter().copied().step_by(step).collect();
+    let mut doc_units: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, u) in units.iter().enumerate() {
+        if u.kind != ledger_core::UnitKind::Document {
+            doc_units.entry(u.doc_id.as_str()).or_default().push(i);
+        }
+    }
+    for v in doc_units.values_mut() {
+        v.sort_by_key(|&i| units[i].ordinal);
+    }
+    let ranking = config.retrieve.ranking();
+    let methods = [
+        ("reading around the target", Method::Window(None)),
+        ("BM25", Method::Lexical),
+        ("LEDGER", Method::Ledger(ranking)),
+    ];
+    let query = Query {
+        instruction: Some(INSTRUCTION),
+        dense: relevance.as_ref(),
+    };
+    let mut rows = Vec::new();
+    for (name, method) in &methods {
+        let mut times: Vec<f64> = targets
+            .iter()
+            .map(|&t| {
+                let started = Instant::now();
+                let r = strategy::retrieve(
+                    method,
+                    &graph,
+                    &doc_units[units[t].doc_id.as_str()],
+                    &[t],
+                    budget,
+                    query,
+                );
+                std::hint::black_box(r);
+                started.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
+        rows.push((name, median, p95));
+    }
+    let base = rows[0].1.max(1e-9);
+    println!(
+        "graph: {} ({} units); {} queries, budget {budget}\nload {:.0} ms; BM25 index {:.0} ms (once per graph); instruction embedding and cosines {:.0} ms ({})\n",
+        path.display(),
+        units.len(),
+        targets.len(),
+        load * 1000.0,
+        lexical_index * 1000.0,
+        embedding * 1000.0,
+        if relevance.is_some() {
+            "used"
+        } else {
+            "none: no embeddings"
+        }
+    );
+    println!(
+        "| strategy | median ms / query | p95 ms | median / reading around |\n|---|---:|---:|---:|"
+    );
+    for (name, median, p95) in rows {
+        println!(
+            "| {name} | {median:.2} | {p95:.2} | {:.1}× |",
+            median / base
         );
     }
     Ok(())

@@ -40,11 +40,7 @@ pub struct Config {
 pub struct RetrieveConfig {
     /// Default token budget of a context.
     pub budget: usize,
-    /// Hops from the targets.
-    pub depth: usize,
-    /// Score factor per hop beyond the first.
-    pub decay: f64,
-    /// Weight of REFERENCES edges.
+    /// Weight of REFERENCES edges in the walk.
     pub weight_references: f64,
     /// Weight of DEPENDS edges.
     pub weight_depends: f64,
@@ -52,10 +48,51 @@ pub struct RetrieveConfig {
     pub weight_contains: f64,
     /// Weight of RELATED edges.
     pub weight_related: f64,
+    /// Weight of the link between a proof and the statement it proves.
+    pub weight_proof: f64,
+    /// Probability of the walk returning to the targets at each step.
+    pub restart: f64,
+    /// Share of the walk in a unit's score.
+    pub mix_graph: f64,
+    /// Share of BM25 against the instruction and the targets' text.
+    pub mix_lexical: f64,
+    /// Share of the embedding cosine with the instruction.
+    pub mix_dense: f64,
+    /// Share of nearness to the targets in document order.
+    pub mix_locality: f64,
+    /// Units in document order at which nearness has halved.
+    pub locality_span: f64,
+    /// Share of sharing a section with a target.
+    pub mix_section: f64,
+    /// Share of a direct REFERENCES or DEPENDS edge with a target.
+    pub mix_linked: f64,
     /// Hops of `ledger impact`.
     pub impact_depth: usize,
     /// Targets taken by embedding similarity when an instruction names no unit.
     pub similar_targets: usize,
+}
+
+impl RetrieveConfig {
+    /// The context ranking these settings describe.
+    pub fn ranking(&self) -> ledger_retrieve::Ranking {
+        ledger_retrieve::Ranking {
+            weights: ledger_retrieve::Weights {
+                references: self.weight_references,
+                depends: self.weight_depends,
+                contains: self.weight_contains,
+                related: self.weight_related,
+            },
+            proof: self.weight_proof,
+            restart: self.restart,
+            graph: self.mix_graph,
+            lexical: self.mix_lexical,
+            dense: self.mix_dense,
+            locality: self.mix_locality,
+            span: self.locality_span,
+            section: self.mix_section,
+            linked: self.mix_linked,
+        }
+    }
 }
 
 /// Settings of the store.

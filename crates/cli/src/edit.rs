@@ -726,21 +726,13 @@ pub fn plan_llm_edit(
     args: &LlmEdit,
 ) -> Result<LlmPlan> {
     let graph = crate::retrieval::load(args.graph)?;
-    let found = crate::retrieval::pick_targets(
-        args.graph,
-        &graph,
-        args.targets,
-        Some(args.instruction),
-        args.doc,
-        &config.retrieve,
-        &config.embed,
-    )?;
-    let context = graph.context(
-        &found,
-        args.budget,
-        &crate::retrieval::weights(&config.retrieve),
-        config.retrieve.depth,
-    );
+    let ask = crate::retrieval::Ask {
+        targets: args.targets,
+        instruction: Some(args.instruction),
+        doc: args.doc,
+        budget: args.budget,
+    };
+    let context = crate::retrieval::retrieve(args.graph, &graph, &ask, config)?;
     let mut units = Vec::new();
     let mut spans = BTreeMap::new();
     let mut neighbours = Vec::new();

@@ -20,6 +20,18 @@ use std::time::Instant;
 
 mod edits;
 mod llm_edits;
+mod real_edits;
+
+/// Which parts of the evaluation run.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracks {
+    /// The real-edit track, then the generated documents.
+    All,
+    /// The real-edit track alone (authors' commits).
+    Real,
+    /// The generated documents alone.
+    Generated,
+}
 
 /// Options of the evaluation.
 #[derive(clap::Args, Debug)]
@@ -45,6 +57,19 @@ pub struct EvalArgs {
     /// Cases per generated document edited by the model of `[llm]` (none without an endpoint).
     #[arg(long, default_value_t = 12)]
     pub llm_edits: usize,
+    /// Which tracks to run.
+    #[arg(long, value_enum, default_value_t = Tracks::All)]
+    pub track: Tracks,
+    /// The git bundles of the real-edit track.
+    #[arg(long, default_value = "datasets/edit-history")]
+    pub edit_history: PathBuf,
+    /// Only the newest N commits of each history (default: all; 12 with --quick).
+    #[arg(long)]
+    pub commits: Option<usize>,
+    /// Also score a grid of context rankings on the real-edit track's dev split (the defaults of
+    /// `[retrieve]` were chosen this way).
+    #[arg(long)]
+    pub tune: bool,
 }
 
 /// What the pipeline needs to index a generated document.
@@ -142,14 +167,78 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("bench-report"));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let started = Instant::now();
-    let strategies = strategy::all(crate::retrieval::weights(pipeline.retrieve));
-    let plan = plan(args.quick);
-    let total: usize = plan.iter().map(|(_, l, m)| l + m).sum();
-    let bar = ProgressBar::new(total as u64).with_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} documents, {elapsed}")
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len}, {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let mut markdown = String::from("# LEDGER evaluation\n\n");
+    let mut json = serde_json::Map::new();
+    let mut broken = Vec::new();
+    if args.track != Tracks::Generated {
+        let strategies = strategy::real(pipeline.retrieve.ranking());
+        let limits = real_edits::Limits {
+            commits: args.commits.or(args.quick.then_some(12)),
+            tune: args.tune,
+        };
+        let track = real_edits::run(
+            &args.edit_history,
+            &out.join("histories"),
+            &strategies,
+            pipeline,
+            limits,
+            &bar,
+        )?;
+        markdown.push_str(&track.markdown(&strategies));
+        markdown.push('\n');
+        plot(
+            &out.join("real-recall-vs-budget.svg"),
+            "Real edits (test split): gold units in the context",
+            ("budget (K tokens)", 1.0..40.0),
+            "recall",
+            &track.lines(&strategies),
+        )
+        .context("drawing real-recall-vs-budget.svg")?;
+        broken.extend(track.invariants());
+        json.insert("real_edits".into(), serde_json::to_value(&track)?);
+    }
+    if args.track != Tracks::Real {
+        let report = generated(args, pipeline, &out, &bar)?;
+        report.plots(&out)?;
+        markdown.push_str(&report.markdown());
+        broken.extend(report.invariants());
+        json.insert("generated".into(), serde_json::to_value(&report)?);
+    }
+    bar.finish_and_clear();
+    std::fs::write(out.join("report.md"), &markdown)?;
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    print!("{markdown}");
+    eprintln!("report written to {}", out.join("report.md").display());
+    if !broken.is_empty() {
+        for b in &broken {
+            eprintln!("invariant broken: {b}");
+        }
+        bail!("{} invariants broken", broken.len());
+    }
+    Ok(())
+}
+
+/// The generated track: documents written, indexed and scored, and the real documents' explicit
+/// cases (full run only).
+fn generated(
+    args: &EvalArgs,
+    pipeline: &Pipeline,
+    out: &Path,
+    bar: &ProgressBar,
+) -> Result<Report> {
+    let started = Instant::now();
+    let strategies = strategy::all(pipeline.retrieve.ranking());
+    let plan = plan(args.quick);
+    let total: usize = plan.iter().map(|(_, l, m)| l + m).sum();
+    bar.set_length(total as u64);
+    bar.set_position(0);
     let mut results = Vec::new();
     let mut seed = args.seed;
     for &(tokens, latex, markdown) in &plan {
@@ -171,7 +260,7 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
             );
             seed += 1;
             results.push(evaluate(
-                &out,
+                out,
                 &generated,
                 tokens,
                 &strategies,
@@ -190,7 +279,7 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
             }
             bar.set_message(format!("real: {name}"));
             results.push(evaluate_real(
-                &out,
+                out,
                 name,
                 &path,
                 &strategies,
@@ -199,29 +288,12 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
             )?);
         }
     }
-    bar.finish_and_clear();
-    let report = Report::new(
+    Ok(Report::new(
         &strategies,
         &results,
         started.elapsed().as_secs_f64(),
         &pipeline.config.llm.model,
-    );
-    report.plots(&out)?;
-    std::fs::write(out.join("report.md"), report.markdown())?;
-    std::fs::write(
-        out.join("report.json"),
-        serde_json::to_string_pretty(&report)?,
-    )?;
-    print!("{}", report.markdown());
-    eprintln!("report written to {}", out.join("report.md").display());
-    let broken = report.invariants();
-    if !broken.is_empty() {
-        for b in &broken {
-            eprintln!("invariant broken: {b}");
-        }
-        bail!("{} invariants broken", broken.len());
-    }
-    Ok(())
+    ))
 }
 
 /// One document indexed with the ordinary pipeline and loaded for scoring.
@@ -298,25 +370,24 @@ impl Indexed {
         targets: &[usize],
         must: &[usize],
         must_not: &[usize],
-        pipeline: &Pipeline,
+        query: strategy::Query,
     ) -> Vec<(usize, CaseScore)> {
         strategies
             .iter()
             .enumerate()
             .map(|(s, strategy)| {
-                let limit = match strategy.method {
-                    Method::Full => usize::MAX,
-                    Method::Window(n) => n,
-                    _ => self.budget,
+                let (budget, limit) = match strategy.method {
+                    Method::Full => (usize::MAX, usize::MAX),
+                    Method::Window(Some(n)) => (self.budget, n),
+                    _ => (self.budget, self.budget),
                 };
                 let r = strategy::retrieve(
                     &strategy.method,
                     &self.graph,
                     &self.doc_units,
                     targets,
-                    self.budget,
-                    pipeline.retrieve.depth,
-                    &self.vectors,
+                    budget,
+                    query,
                 );
                 let sc = score(
                     &r.units,
@@ -329,6 +400,20 @@ impl Indexed {
                 (s, sc)
             })
             .collect()
+    }
+
+    /// Cosine of every unit's vector with the mean of the targets' vectors.
+    fn dense_to_targets(&self, targets: &[usize]) -> HashMap<usize, f32> {
+        let mut query: Vec<f32> = Vec::new();
+        for v in targets.iter().filter_map(|t| self.vectors.get(t)) {
+            if query.is_empty() {
+                query = vec![0.0; v.len()];
+            }
+            for (q, x) in query.iter_mut().zip(v) {
+                *q += x;
+            }
+        }
+        strategy::dense_scores(&query, &self.vectors)
     }
 }
 
@@ -414,7 +499,12 @@ fn evaluate(
             .into_iter()
             .filter(|u| !must.contains(u))
             .collect();
-        for (s, sc) in ix.scores(strategies, &targets, &must, &must_not, pipeline) {
+        let dense = ix.dense_to_targets(&targets);
+        let query = strategy::Query {
+            instruction: Some(&case.instruction),
+            dense: Some(&dense),
+        };
+        for (s, sc) in ix.scores(strategies, &targets, &must, &must_not, query) {
             scores.push((s, case.category, sc));
         }
     }
@@ -572,7 +662,12 @@ fn evaluate_real(
         must.push(target);
         must.sort_unstable();
         must.dedup();
-        for (s, sc) in ix.scores(strategies, &[target], &must, &[], pipeline) {
+        let dense = ix.dense_to_targets(&[target]);
+        let query = strategy::Query {
+            instruction: None,
+            dense: Some(&dense),
+        };
+        for (s, sc) in ix.scores(strategies, &[target], &must, &[], query) {
             scores.push((s, category, sc));
         }
     }
@@ -849,7 +944,7 @@ impl Report {
 
     fn markdown(&self) -> String {
         let mut s = format!(
-            "# LEDGER evaluation\n\n{} generated documents, {} cases ({}); {} real documents, {} cases (one per referred-to unit; must-change: it and its referrers). {:.0} s.\n\n",
+            "## Generated documents\n\n{} generated documents, {} cases ({}); {} real documents, {} cases (one per referred-to unit; must-change: it and its referrers). {:.0} s.\n\n",
             self.documents,
             self.cases,
             self.cases_per_category
@@ -863,7 +958,7 @@ impl Report {
         );
         let table = |title: &str, groups: &[&str]| {
             let mut t = format!(
-                "## {title}\n\n| strategy | size | must-change recall | tokens / document | must-not-change in context | within budget |\n|---|---|---:|---:|---:|---:|\n"
+                "### {title}\n\n| strategy | size | must-change recall | tokens / document | must-not-change in context | within budget |\n|---|---|---:|---:|---:|---:|\n"
             );
             for r in self
                 .rows
@@ -895,7 +990,7 @@ impl Report {
             "Weight configurations (REFERENCES/DEPENDS/CONTAINS/RELATED)",
             &["weights"],
         ));
-        s.push_str("## Must-change recall per category (all sizes)\n\n| strategy |");
+        s.push_str("### Must-change recall per category (all sizes)\n\n| strategy |");
         for c in Category::ALL {
             s.push_str(&format!(" {} |", c.as_str()));
         }
@@ -921,14 +1016,14 @@ impl Report {
             }
             s.push('\n');
         }
-        s.push_str("\n## Edge detection against gold (generated; real: `\\ref` scan and `\\uses`)\n\n| size | edges | predicted | gold | precision | recall |\n|---|---|---:|---:|---:|---:|\n");
+        s.push_str("\n### Edge detection against gold (generated; real: `\\ref` scan and `\\uses`)\n\n| size | edges | predicted | gold | precision | recall |\n|---|---|---:|---:|---:|---:|\n");
         for d in &self.detection {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {:.3} | {:.3} |\n",
                 d.size, d.kind, d.predicted, d.gold, d.precision, d.recall
             ));
         }
-        s.push_str("\n## Deterministic edits against the ground truth\n\nReferences: every printed number and `\\ref` of a LaTeX document resolved by an independent numbering (one counter per environment, as LaTeX), every link of a Markdown document to its anchor, before and after the edit; valid when it still names the same unit. Must-change: the case's units whose text must change (sections excluded). Consistent: rename, no stale occurrence and the plurals right; relabel, no trace of the old label. Refused: LEDGER's verifier would not write the edit. Broken: references or consistency lost.\n\n| size | format | edit | made by | cases | references valid | must-change changed | must-not-change untouched | consistent | refused | broken (refused) |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        s.push_str("\n### Deterministic edits against the ground truth\n\nReferences: every printed number and `\\ref` of a LaTeX document resolved by an independent numbering (one counter per environment, as LaTeX), every link of a Markdown document to its anchor, before and after the edit; valid when it still names the same unit. Must-change: the case's units whose text must change (sections excluded). Consistent: rename, no stale occurrence and the plurals right; relabel, no trace of the old label. Refused: LEDGER's verifier would not write the edit. Broken: references or consistency lost.\n\n| size | format | edit | made by | cases | references valid | must-change changed | must-not-change untouched | consistent | refused | broken (refused) |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for e in &self.edits {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {} ({}) |\n",
@@ -947,7 +1042,7 @@ impl Report {
                 e.broken_refused
             ));
         }
-        s.push_str("\n## LLM edits\n\n");
+        s.push_str("\n### LLM edits\n\n");
         if self.llm_edits.is_empty() {
             s.push_str("Not measured: no `[llm]` endpoint is configured (`LEDGER_LLM_URL`, `LEDGER_LLM_MODEL`).\n");
             return s;
@@ -1016,7 +1111,14 @@ impl Report {
                     (name.to_string(), pts)
                 })
                 .collect();
-            plot(&out.join(file), title, y, &lines).with_context(|| format!("drawing {file}"))?;
+            plot(
+                &out.join(file),
+                title,
+                ("document size (K tokens)", 3.0..150.0),
+                y,
+                &lines,
+            )
+            .with_context(|| format!("drawing {file}"))?;
         }
         Ok(())
     }
@@ -1095,10 +1197,11 @@ impl Report {
     }
 }
 
-/// A line chart (x: document size in K tokens, log scale; y: 0–1) as SVG.
+/// A line chart (x: log scale over the given range, with its label; y: 0–1) as SVG.
 fn plot(
     path: &Path,
     title: &str,
+    (x_label, x_range): (&str, std::ops::Range<f64>),
     y_label: &str,
     lines: &[(String, Vec<(f64, f64)>)],
 ) -> Result<()> {
@@ -1110,11 +1213,11 @@ fn plot(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(55)
-        .build_cartesian_2d((3.0f64..150.0f64).log_scale(), 0.0f64..1.05f64)
+        .build_cartesian_2d(x_range.log_scale(), 0.0f64..1.05f64)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     chart
         .configure_mesh()
-        .x_desc("document size (K tokens)")
+        .x_desc(x_label)
         .y_desc(y_label)
         .draw()
         .map_err(|e| anyhow::anyhow!("{e}"))?;

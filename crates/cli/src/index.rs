@@ -354,6 +354,7 @@ pub fn summary(corpus: &Corpus) -> String {
     }
     let contains: usize = docs.iter().map(|d| d.units.len().saturating_sub(1)).sum();
     let references: usize = docs.iter().map(|d| d.reference_edges().len()).sum();
+    let proofs: usize = docs.iter().map(|d| d.proof_edges().len()).sum();
     let (mut resolved, mut broken, mut ambiguous) = (0, 0, 0);
     for m in docs.iter().flat_map(|d| &d.mentions) {
         match m.resolution {
@@ -389,9 +390,10 @@ pub fn summary(corpus: &Corpus) -> String {
     );
     let _ = writeln!(
         s,
-        "edges: {} {contains}, {} {references}",
+        "edges: {} {contains}, {} {references}, {} {proofs} (proof of a statement)",
         EdgeKind::Contains.as_str(),
-        EdgeKind::References.as_str()
+        EdgeKind::References.as_str(),
+        EdgeKind::Depends.as_str(),
     );
     let _ = writeln!(
         s,

@@ -642,17 +642,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             markdown,
         } => {
             let g = retrieval::load(&graph)?;
-            let out = retrieval::context(
-                &graph,
-                &g,
-                &target,
-                instruction.as_deref(),
-                doc.as_deref(),
-                budget.unwrap_or(config.retrieve.budget),
-                &config.retrieve,
-                &config.embed,
-                markdown,
-            )?;
+            let ask = retrieval::Ask {
+                targets: &target,
+                instruction: instruction.as_deref(),
+                doc: doc.as_deref(),
+                budget: budget.unwrap_or(config.retrieve.budget),
+            };
+            let out = retrieval::context(&graph, &g, &ask, &config, markdown)?;
             println!("{}", out.trim_end());
             Ok(ExitCode::SUCCESS)
         }
@@ -701,7 +697,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench {
             which: Some(which), ..
         } => {
-            bench::run(which)?;
+            bench::run(which, &config)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { which: None, eval } => {

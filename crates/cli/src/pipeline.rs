@@ -227,6 +227,14 @@ impl Stage {
         })
     }
 
+    /// Embeds a query text with the stage's embedder (`None` when embeddings are off).
+    pub fn embed_query(&self, text: &str) -> Result<Option<Vec<f32>>> {
+        let Some(models) = &self.models else {
+            return Ok(None);
+        };
+        Ok(models.embedder.embed(&[text])?.pop())
+    }
+
     /// Parses the document of `source` (the worker's first step; the embedded mode parses all
     /// documents up front instead).
     pub fn parse(&self, source: &ledger_parse::Source) -> Document {

@@ -2,7 +2,8 @@
 
 use crate::config::{EmbedConfig, RetrieveConfig};
 use anyhow::{Context as _, Result, bail};
-use ledger_retrieve::{Graph, Weights};
+use ledger_retrieve::{Graph, Request};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// Loads the current version of a graph for traversal.
@@ -12,17 +13,6 @@ pub fn load(graph: &Path) -> Result<Graph> {
     let edges = ledger_store::read_edges(graph)
         .with_context(|| format!("reading edges of {}", graph.display()))?;
     Ok(Graph::new(units, &edges))
-}
-
-/// The weights the configuration sets.
-pub fn weights(config: &RetrieveConfig) -> Weights {
-    Weights {
-        references: config.weight_references,
-        depends: config.weight_depends,
-        contains: config.weight_contains,
-        related: config.weight_related,
-        decay: config.decay,
-    }
 }
 
 /// The embedder that made the graph's embeddings (loaded with this configuration), and those
@@ -54,51 +44,48 @@ pub fn graph_embedder(
     Ok((models.embedder, semantic))
 }
 
-/// Targets for an instruction that names no unit: the `k` units whose summary embeddings are
-/// nearest to the instruction's, embedded with the model that made the graph's embeddings.
-pub fn targets_by_similarity(
+/// Cosine of every unit's summary embedding with the instruction's, embedded with the model that
+/// made the graph's embeddings. `None`, with a note on stderr, when the graph has no embeddings or
+/// this configuration cannot load their model: the context is then ranked without it.
+pub fn instruction_relevance(
     path: &Path,
     graph: &Graph,
     instruction: &str,
-    doc: Option<&str>,
     embed: &EmbedConfig,
-    k: usize,
-) -> Result<Vec<usize>> {
-    let (embedder, semantic) = graph_embedder(path, embed)?;
-    let query = embedder
-        .embed(&[instruction])?
-        .pop()
-        .context("no vector for the instruction")?;
-    let mut scored: Vec<(f32, usize)> = semantic
-        .embeddings
-        .iter()
-        .filter(|e| doc.is_none_or(|d| e.doc_id == d))
-        .filter_map(|e| {
-            let i = graph.index_of(&e.doc_id, &e.unit_id)?;
-            Some((ledger_embed::cosine(&query, &e.vector), i))
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (score, i) in scored.iter().take(k) {
-        let u = &graph.units()[*i];
-        eprintln!(
-            "target by similarity: {}:{} (cosine {score:.3})",
-            u.doc_id, u.unit_id
-        );
+) -> Option<HashMap<usize, f32>> {
+    let relevance = || -> Result<HashMap<usize, f32>> {
+        let (embedder, semantic) = graph_embedder(path, embed)?;
+        let query = embedder
+            .embed(&[instruction])?
+            .pop()
+            .context("no vector for the instruction")?;
+        Ok(semantic
+            .embeddings
+            .iter()
+            .filter_map(|e| {
+                let i = graph.index_of(&e.doc_id, &e.unit_id)?;
+                Some((i, ledger_embed::cosine(&query, &e.vector)))
+            })
+            .collect())
+    };
+    match relevance() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("note: no embedding relevance for the instruction: {e:#}");
+            None
+        }
     }
-    Ok(scored.into_iter().take(k).map(|(_, i)| i).collect())
 }
 
-/// The targets of an edit: the units named, else those the instruction mentions, else the units
-/// most similar to the instruction.
+/// The targets of an edit: the units named, else those the instruction mentions, else the
+/// `config.similar_targets` units most similar to the instruction (`relevance`).
 pub fn pick_targets(
-    path: &Path,
     graph: &Graph,
     targets: &[String],
     instruction: Option<&str>,
     doc: Option<&str>,
+    relevance: Option<&HashMap<usize, f32>>,
     config: &RetrieveConfig,
-    embed: &EmbedConfig,
 ) -> Result<Vec<usize>> {
     let mut found = Vec::new();
     for t in targets {
@@ -108,8 +95,24 @@ pub fn pick_targets(
         && let Some(text) = instruction
     {
         found = graph.targets_in(text, doc);
-        if found.is_empty() {
-            found = targets_by_similarity(path, graph, text, doc, embed, config.similar_targets)?;
+        if found.is_empty()
+            && let Some(relevance) = relevance
+        {
+            let mut scored: Vec<(f32, usize)> = relevance
+                .iter()
+                .filter(|(i, _)| doc.is_none_or(|d| graph.units()[**i].doc_id == d))
+                .map(|(&i, &c)| (c, i))
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            scored.truncate(config.similar_targets);
+            for (score, i) in &scored {
+                let u = &graph.units()[*i];
+                eprintln!(
+                    "target by similarity: {}:{} (cosine {score:.3})",
+                    u.doc_id, u.unit_id
+                );
+            }
+            found = scored.into_iter().map(|(_, i)| i).collect();
         }
     }
     if found.is_empty() {
@@ -120,25 +123,68 @@ pub fn pick_targets(
     Ok(found)
 }
 
-/// `ledger context`: the targets (named, mentioned in the instruction, or else the units most
-/// similar to it), the packed context as JSON or Markdown, and tokens retrieved / document
+/// What an edit asks of retrieval.
+pub struct Ask<'a> {
+    /// Units named as targets (ids, labels, "Theorem 2").
+    pub targets: &'a [String],
+    /// The instruction.
+    pub instruction: Option<&'a str>,
+    /// The document the targets are in.
+    pub doc: Option<&'a str>,
+    /// Token budget.
+    pub budget: usize,
+}
+
+/// The packed context of an edit: targets as [`pick_targets`] finds them, ranked with the
+/// configured [`ledger_retrieve::Ranking`] and the instruction's embedding relevance.
+pub fn retrieve(
+    path: &Path,
+    graph: &Graph,
+    ask: &Ask,
+    config: &crate::config::Config,
+) -> Result<ledger_retrieve::Context> {
+    // The instruction's embedding is needed when it ranks (`mix_dense`) or when it picks the
+    // targets (none named, none mentioned).
+    let ranking = config.retrieve.ranking();
+    let needs_targets = ask.targets.is_empty()
+        && ask
+            .instruction
+            .is_some_and(|text| graph.targets_in(text, ask.doc).is_empty());
+    let relevance = ask
+        .instruction
+        .filter(|_| ranking.dense > 0.0 || needs_targets)
+        .and_then(|text| instruction_relevance(path, graph, text, &config.embed));
+    let found = pick_targets(
+        graph,
+        ask.targets,
+        ask.instruction,
+        ask.doc,
+        relevance.as_ref(),
+        &config.retrieve,
+    )?;
+    Ok(graph.context(
+        &Request {
+            targets: &found,
+            instruction: ask.instruction,
+            dense: relevance.as_ref(),
+            budget: ask.budget,
+        },
+        &ranking,
+    ))
+}
+
+/// `ledger context`: the packed context as JSON or Markdown, and tokens retrieved / document
 /// tokens on stderr.
-#[allow(clippy::too_many_arguments)]
 pub fn context(
     path: &Path,
     graph: &Graph,
-    targets: &[String],
-    instruction: Option<&str>,
-    doc: Option<&str>,
-    budget: usize,
-    config: &RetrieveConfig,
-    embed: &EmbedConfig,
+    ask: &Ask,
+    config: &crate::config::Config,
     markdown: bool,
 ) -> Result<String> {
-    let found = pick_targets(path, graph, targets, instruction, doc, config, embed)?;
-    let c = graph.context(&found, budget, &weights(config), config.depth);
+    let c = retrieve(path, graph, ask, config)?;
     eprintln!(
-        "context: {} units, {} tokens of a {} budget = {:.1}% of the document's {} tokens ({} linked units left out)",
+        "context: {} units, {} tokens of a {} budget = {:.1}% of the document's {} tokens ({} candidates left out)",
         c.units.len(),
         c.tokens,
         c.budget,
@@ -148,7 +194,7 @@ pub fn context(
     );
     Ok(if markdown {
         let mut s = String::new();
-        if let Some(text) = instruction {
+        if let Some(text) = ask.instruction {
             s.push_str(&format!("# Instruction\n\n{text}\n\n"));
         }
         s.push_str(&ledger_retrieve::markdown(graph, &c));

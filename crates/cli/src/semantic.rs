@@ -356,9 +356,8 @@ pub fn related(
     for (d, doc) in docs.iter().enumerate() {
         let index_of = &unit_indices[d];
         for e in doc
-            .contains_edges()
+            .parsed_edges()
             .into_iter()
-            .chain(doc.reference_edges())
             .chain(doc.depends.iter().cloned())
         {
             if e.dst_doc != doc.id {

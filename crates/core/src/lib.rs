@@ -610,6 +610,83 @@ impl Document {
             .collect()
     }
 
+    /// The statement each proof proves, as (proof, statement) unit indices in document order: the
+    /// theorem-like unit a reference on the proof's first line names ("\begin{proof}[Proof of
+    /// Lemma~\ref{x}]"), else the nearest earlier sibling that is not a proof, when that is a
+    /// theorem-like unit (a proof right after its statement, or a second proof of it). Proofs
+    /// that follow anything else prove nothing known.
+    pub fn proofs(&self) -> Vec<(usize, usize)> {
+        let index = self.unit_indices();
+        let mut named: std::collections::HashMap<usize, usize> = Default::default();
+        for m in &self.mentions {
+            let u = &self.units[m.unit];
+            if u.kind != UnitKind::Proof || m.line != u.line || named.contains_key(&m.unit) {
+                continue;
+            }
+            if let Resolution::Resolved { doc, unit } = &m.resolution
+                && doc == &self.id
+                && let Some(&s) = index.get(unit.as_str())
+                && self.units[s].kind == UnitKind::Theorem
+            {
+                named.insert(m.unit, s);
+            }
+        }
+        (0..self.units.len())
+            .filter(|&p| self.units[p].kind == UnitKind::Proof)
+            .filter_map(|p| {
+                let statement = named.get(&p).copied().or_else(|| {
+                    let parent = self.units[p].parent;
+                    (0..p)
+                        .rev()
+                        .find(|&k| {
+                            self.units[k].parent == parent && self.units[k].kind != UnitKind::Proof
+                        })
+                        .filter(|&k| self.units[k].kind == UnitKind::Theorem)
+                })?;
+                Some((p, statement))
+            })
+            .collect()
+    }
+
+    /// The DEPENDS edge of each proof to the statement it proves ([`Document::proofs`]), with
+    /// [`PROOF_OF`] as evidence: fixing a statement means fixing its proof, and the other way
+    /// round. Pairs that a REFERENCES edge already links keep that edge alone.
+    pub fn proof_edges(&self) -> Vec<Edge> {
+        let referenced: std::collections::HashSet<(&str, &str)> = self
+            .mentions
+            .iter()
+            .filter_map(|m| match &m.resolution {
+                Resolution::Resolved { doc, unit } if doc == &self.id => {
+                    Some((self.units[m.unit].id.as_str(), unit.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        self.proofs()
+            .into_iter()
+            .filter(|&(p, s)| {
+                !referenced.contains(&(self.units[p].id.as_str(), self.units[s].id.as_str()))
+            })
+            .map(|(p, s)| Edge {
+                src_doc: self.id.clone(),
+                src_unit: self.units[p].id.clone(),
+                dst_doc: self.id.clone(),
+                dst_unit: self.units[s].id.clone(),
+                kind: EdgeKind::Depends,
+                score: 1.0,
+                evidence: PROOF_OF.to_string(),
+            })
+            .collect()
+    }
+
+    /// The edges the parse alone gives: CONTAINS, REFERENCES and the proofs' DEPENDS links.
+    pub fn parsed_edges(&self) -> Vec<Edge> {
+        let mut edges = self.contains_edges();
+        edges.extend(self.reference_edges());
+        edges.extend(self.proof_edges());
+        edges
+    }
+
     /// REFERENCES edges referrer → referenced, one per (source, target) pair,
     /// with the mention kinds and texts that support it as evidence.
     pub fn reference_edges(&self) -> Vec<Edge> {
@@ -650,6 +727,9 @@ impl Document {
         out
     }
 }
+
+/// The evidence of the DEPENDS edge from a proof to the statement it proves.
+pub const PROOF_OF: &str = "proof-of";
 
 /// blake3 hex digest of some bytes: the content hash used everywhere.
 pub fn content_hash(bytes: &[u8]) -> String {

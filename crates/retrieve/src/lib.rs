@@ -1,19 +1,25 @@
 //! Dependency-aware retrieval and impact sets over a graph's units and edges (petgraph).
 //!
-//! - [`Graph::context`]: the context an edit of some target units needs: the targets first, then
-//!   the units linked to them, upstream (what they reference or depend on) and downstream (what
-//!   references or depends on them), scored by edge kind (REFERENCES 100, DEPENDS 50, CONTAINS
-//!   30, RELATED 10 by default) with a decay per hop, packed greedily under a token budget.
+//! - [`Graph::context`]: the context an edit of some target units needs: the targets (a container
+//!   with its subtree), then the units ranked by a random walk over the typed edges fused with
+//!   lexical and embedding relevance to the instruction and nearness in document order, packed
+//!   best first under a token budget ([`context`]).
 //! - [`Graph::impact`]: the units that may break when a unit changes: whatever references it or
 //!   depends on it, transitively, each with the path that links it.
 //!
 //! Nothing here does IO: the caller loads units and edges (`ledger-store`).
 
+pub mod context;
+pub mod lexical;
+
+pub use context::{Context, Ranked, Ranking, Request, Signals, Taken};
+
 use ledger_core::{Edge, EdgeKind, UnitKind, UnitRecord};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::sync::OnceLock;
 
 /// Errors of target lookup.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -33,7 +39,7 @@ pub enum RetrieveError {
     },
 }
 
-/// Edge-kind weights and the decay per hop of retrieval scores.
+/// Edge-kind weights of retrieval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Weights {
     /// REFERENCES.
@@ -44,8 +50,6 @@ pub struct Weights {
     pub contains: f64,
     /// RELATED.
     pub related: f64,
-    /// Factor applied per hop beyond the first.
-    pub decay: f64,
 }
 
 impl Default for Weights {
@@ -55,7 +59,6 @@ impl Default for Weights {
             depends: 50.0,
             contains: 30.0,
             related: 10.0,
-            decay: 0.4,
         }
     }
 }
@@ -72,39 +75,6 @@ impl Weights {
     }
 }
 
-/// One unit taken into a context.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Taken {
-    /// Index into [`Graph::units`].
-    #[serde(skip)]
-    pub unit: usize,
-    /// Its document.
-    pub doc_id: String,
-    /// Its id.
-    pub unit_id: String,
-    /// Its score (`null` for a target).
-    pub score: Option<f64>,
-    /// Why it was taken.
-    pub why: String,
-    /// Its cl100k tokens.
-    pub tokens: usize,
-}
-
-/// A packed context.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Context {
-    /// Units taken: targets first, then by score.
-    pub units: Vec<Taken>,
-    /// Tokens taken (never more than the budget).
-    pub tokens: usize,
-    /// The budget.
-    pub budget: usize,
-    /// Tokens of the targets' documents.
-    pub document_tokens: usize,
-    /// Linked units that did not fit.
-    pub left_out: usize,
-}
-
 /// A unit that may break when the changed unit changes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Impacted {
@@ -115,11 +85,23 @@ pub struct Impacted {
     pub path: Vec<(usize, EdgeKind)>,
 }
 
+/// An edge of the traversal graph: its kind, and whether it is the DEPENDS link of a proof to the
+/// statement it proves ([`ledger_core::PROOF_OF`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    kind: EdgeKind,
+    proof: bool,
+}
+
 /// Units and edges of a graph, indexed for traversal.
 pub struct Graph {
     units: Vec<UnitRecord>,
-    graph: DiGraph<usize, EdgeKind>,
+    graph: DiGraph<usize, Link>,
     index: HashMap<(String, String), usize>,
+    /// Each unit's parent along CONTAINS.
+    parents: Vec<Option<usize>>,
+    /// BM25 over unit texts, built on first use.
+    lexical: OnceLock<lexical::Lexical>,
 }
 
 /// Words that name unit kinds in prose, with the kind and, for theorem-likes, the environments.
@@ -151,6 +133,7 @@ impl Graph {
     pub fn new(units: Vec<UnitRecord>, edges: &[Edge]) -> Graph {
         let mut graph = DiGraph::with_capacity(units.len(), edges.len());
         let mut index = HashMap::with_capacity(units.len());
+        let mut parents = vec![None; units.len()];
         for (i, u) in units.iter().enumerate() {
             graph.add_node(i);
             index.insert((u.doc_id.clone(), u.unit_id.clone()), i);
@@ -162,13 +145,60 @@ impl Graph {
             ) else {
                 continue;
             };
-            graph.add_edge(NodeIndex::new(a), NodeIndex::new(b), e.kind);
+            let link = Link {
+                kind: e.kind,
+                proof: e.kind == EdgeKind::Depends && e.evidence == ledger_core::PROOF_OF,
+            };
+            if e.kind == EdgeKind::Contains {
+                parents[b] = Some(a);
+            }
+            graph.add_edge(NodeIndex::new(a), NodeIndex::new(b), link);
         }
         Graph {
             units,
             graph,
             index,
+            parents,
+            lexical: OnceLock::new(),
         }
+    }
+
+    /// BM25 over the units' titles and texts (built on first use).
+    pub fn lexical(&self) -> &lexical::Lexical {
+        self.lexical.get_or_init(|| {
+            let texts: Vec<String> = self
+                .units
+                .iter()
+                .map(|u| match &u.title {
+                    Some(t) => format!("{t}\n{}", u.text),
+                    None => u.text.clone(),
+                })
+                .collect();
+            lexical::Lexical::new(texts.iter().map(String::as_str))
+        })
+    }
+
+    /// The units below `unit` (along CONTAINS, at any depth), in document order.
+    pub fn subtree(&self, unit: usize) -> Vec<usize> {
+        let mut stack = vec![unit];
+        let mut below = Vec::new();
+        let mut seen = std::collections::HashSet::from([unit]);
+        while let Some(u) = stack.pop() {
+            for e in self
+                .graph
+                .edges_directed(NodeIndex::new(u), Direction::Outgoing)
+            {
+                if e.weight().kind == EdgeKind::Contains {
+                    let v = e.target().index();
+                    if seen.insert(v) {
+                        below.push(v);
+                        stack.push(v);
+                    }
+                }
+            }
+        }
+        below.sort_by_key(|&v| (&self.units[v].doc_id, self.units[v].ordinal));
+        below
     }
 
     /// The units, as given.
@@ -241,142 +271,6 @@ impl Graph {
         out
     }
 
-    /// The context of an edit of `targets` under `budget` tokens: the targets first (each one
-    /// that fits), then linked units up to `depth` hops away, best score first (ties in document
-    /// order), each taken if it still fits. Never more than `budget` tokens.
-    pub fn context(
-        &self,
-        targets: &[usize],
-        budget: usize,
-        weights: &Weights,
-        depth: usize,
-    ) -> Context {
-        // Best-first expansion: the score of a unit is the best over paths of the weight of the
-        // last edge times, per earlier hop, the decay and the previous unit's score / 100.
-        let mut best: HashMap<usize, (f64, String, usize)> = HashMap::new();
-        #[derive(PartialEq)]
-        struct Item(f64, usize, usize);
-        impl Eq for Item {}
-        impl PartialOrd for Item {
-            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(other))
-            }
-        }
-        impl Ord for Item {
-            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-                self.0
-                    .total_cmp(&other.0)
-                    .then_with(|| other.1.cmp(&self.1))
-            }
-        }
-        let mut heap = BinaryHeap::new();
-        for &t in targets {
-            heap.push(Item(f64::INFINITY, t, 0));
-        }
-        let target_set: std::collections::HashSet<usize> = targets.iter().copied().collect();
-        let is_target = |u: usize| target_set.contains(&u);
-        let mut done: std::collections::HashSet<usize> = Default::default();
-        while let Some(Item(score, u, hops)) = heap.pop() {
-            if !done.insert(u) || hops >= depth {
-                continue;
-            }
-            let base = if is_target(u) {
-                1.0
-            } else {
-                weights.decay * score / 100.0
-            };
-            let node = NodeIndex::new(u);
-            for dir in [Direction::Outgoing, Direction::Incoming] {
-                for e in self.graph.edges_directed(node, dir) {
-                    let v = if dir == Direction::Outgoing {
-                        e.target().index()
-                    } else {
-                        e.source().index()
-                    };
-                    if is_target(v) || done.contains(&v) {
-                        continue;
-                    }
-                    let s = base * weights.of(*e.weight());
-                    if s <= 0.0 {
-                        continue;
-                    }
-                    if best.get(&v).is_none_or(|b| s > b.0) {
-                        best.insert(v, (s, self.why(u, *e.weight(), dir), hops + 1));
-                        heap.push(Item(s, v, hops + 1));
-                    }
-                }
-            }
-        }
-        let mut linked: Vec<(usize, f64, String)> = best
-            .into_iter()
-            .map(|(v, (s, why, _))| (v, s, why))
-            .collect();
-        linked.sort_by(|a, b| {
-            b.1.total_cmp(&a.1).then_with(|| {
-                (&self.units[a.0].doc_id, self.units[a.0].ordinal)
-                    .cmp(&(&self.units[b.0].doc_id, self.units[b.0].ordinal))
-            })
-        });
-        let mut context = Context {
-            units: Vec::new(),
-            tokens: 0,
-            budget,
-            document_tokens: 0,
-            left_out: 0,
-        };
-        let docs: std::collections::HashSet<&str> = targets
-            .iter()
-            .map(|&t| self.units[t].doc_id.as_str())
-            .collect();
-        context.document_tokens = self
-            .units
-            .iter()
-            .filter(|u| docs.contains(u.doc_id.as_str()))
-            .map(|u| u.tokens)
-            .sum();
-        let mut take = |unit: usize, score: Option<f64>, why: String| {
-            let tokens = self.units[unit].tokens;
-            if context.tokens + tokens > budget {
-                context.left_out += 1;
-                return;
-            }
-            context.tokens += tokens;
-            context.units.push(Taken {
-                unit,
-                doc_id: self.units[unit].doc_id.clone(),
-                unit_id: self.units[unit].unit_id.clone(),
-                score,
-                why,
-                tokens,
-            });
-        };
-        let mut seen = std::collections::HashSet::new();
-        for &t in targets {
-            if seen.insert(t) {
-                take(t, None, "target".into());
-            }
-        }
-        for (v, s, why) in linked {
-            take(v, Some(s), why);
-        }
-        context
-    }
-
-    /// Why a unit was reached from `u` along an edge of `kind` (`dir` seen from `u`).
-    fn why(&self, u: usize, kind: EdgeKind, dir: Direction) -> String {
-        let other = &self.units[u].unit_id;
-        // `dir` is seen from u: Outgoing means u → v.
-        match (kind, dir) {
-            (EdgeKind::References, Direction::Outgoing) => format!("referenced by `{other}`"),
-            (EdgeKind::References, Direction::Incoming) => format!("references `{other}`"),
-            (EdgeKind::Depends, Direction::Outgoing) => format!("prerequisite of `{other}`"),
-            (EdgeKind::Depends, Direction::Incoming) => format!("depends on `{other}`"),
-            (EdgeKind::Contains, Direction::Outgoing) => format!("part of `{other}`"),
-            (EdgeKind::Contains, Direction::Incoming) => format!("contains `{other}`"),
-            (EdgeKind::Related, _) => format!("related to `{other}`"),
-        }
-    }
-
     /// The units that may break when `unit` changes: those that reference or depend on it, and
     /// transitively those that reference or depend on them, up to `depth` hops; each with the
     /// shortest path linking it, nearest first.
@@ -391,8 +285,8 @@ impl Graph {
             let mut incoming: Vec<(usize, EdgeKind)> = self
                 .graph
                 .edges_directed(NodeIndex::new(u), Direction::Incoming)
-                .filter(|e| matches!(e.weight(), EdgeKind::References | EdgeKind::Depends))
-                .map(|e| (e.source().index(), *e.weight()))
+                .filter(|e| matches!(e.weight().kind, EdgeKind::References | EdgeKind::Depends))
+                .map(|e| (e.source().index(), e.weight().kind))
                 .collect();
             incoming.sort_by_key(|(w, k)| (self.units[*w].ordinal, *k));
             for (w, kind) in incoming {

@@ -145,15 +145,14 @@ fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
     )
 }
 
-/// Every edge: CONTAINS, REFERENCES and DEPENDS of the documents, RELATED of the semantic layer,
-/// sorted for byte-identical output.
+/// Every edge: the parsed edges (CONTAINS, REFERENCES, proofs' DEPENDS) and the judged DEPENDS
+/// of the documents, RELATED of the semantic layer, sorted for byte-identical output.
 pub(crate) fn all_edges(docs: &[&Document], semantic: &Semantic) -> Vec<Edge> {
     let mut edges: Vec<Edge> = docs
         .iter()
         .flat_map(|d| {
-            d.contains_edges()
+            d.parsed_edges()
                 .into_iter()
-                .chain(d.reference_edges())
                 .chain(d.depends.iter().cloned())
         })
         .chain(semantic.related.iter().cloned())

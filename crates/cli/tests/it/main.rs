@@ -690,13 +690,23 @@ fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
 }
 
 #[test]
-fn bench_quick_evaluates_generated_documents_and_holds_its_invariants() {
+fn bench_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invariants() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("report");
-    let o = ledger(&["bench", "--quick", "--out", out.to_str().expect("utf8")]);
+    let history = root().join("datasets/edit-history");
+    let o = ledger(&[
+        "bench",
+        "--quick",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--edit-history",
+        history.to_str().expect("utf8"),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     for section in [
+        "Real edits: what the authors changed together",
+        "test split: gold units found",
         "Main table",
         "Edge-type ablation",
         "Weight configurations",
@@ -706,9 +716,31 @@ fn bench_quick_evaluates_generated_documents_and_holds_its_invariants() {
     ] {
         assert!(md.contains(section), "{section}");
     }
-    let report: serde_json::Value =
+    let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report.json"))
             .expect("json");
+    // Real edits: the newest 12 commits of each of the four bundled histories; cases come from
+    // each history, every one with gold units, scored by every strategy under every budget.
+    let real = &json["real_edits"];
+    let selection = real["selection"].as_array().expect("selection");
+    assert_eq!(selection.len(), 4, "{selection:?}");
+    let cases = real["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 8, "{} cases", cases.len());
+    assert!(
+        cases
+            .iter()
+            .all(|c| !c["gold"].as_array().expect("gold").is_empty())
+    );
+    assert_eq!(real["over_budget"], 0);
+    let rows = real["rows"].as_array().expect("rows");
+    for r in rows {
+        let recall = r["recall_micro"].as_f64().expect("recall");
+        assert!((0.0..=1.0).contains(&recall), "{r}");
+        assert!(r["tokens"].as_f64().expect("tokens") <= r["budget"].as_f64().expect("budget"));
+    }
+    let svg = std::fs::read_to_string(out.join("real-recall-vs-budget.svg")).expect("plot");
+    assert!(svg.starts_with("<svg") && svg.contains("LEDGER"));
+    let report = &json["generated"];
     assert!(report["cases"].as_u64().expect("cases") > 100);
     // Every strategy scored every case, and the documents and graphs are there to inspect.
     let rows = report["rows"].as_array().expect("rows");
@@ -768,7 +800,15 @@ fn bench_measures_llm_edits_through_an_openai_compatible_endpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("report");
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args(["bench", "--quick", "--edit-cases", "1", "--llm-edits", "1"])
+        .args([
+            "bench",
+            "--quick",
+            "--track",
+            "generated",
+            "--edit-cases",
+            "1",
+        ])
+        .args(["--llm-edits", "1"])
         .arg("--out")
         .arg(&out)
         .env_remove("LEDGER_CONFIG")
@@ -787,7 +827,7 @@ fn bench_measures_llm_edits_through_an_openai_compatible_endpoint() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("json"))
             .expect("json");
-    let all = report["llm_edits"]
+    let all = report["generated"]["llm_edits"]
         .as_array()
         .expect("rows")
         .iter()

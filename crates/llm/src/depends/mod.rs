@@ -328,10 +328,12 @@ pub fn judge_corpus(
     let mut report = Report::default();
     for (doc, (judgments, mut edges)) in docs.iter_mut().zip(results) {
         // One edge per pair, REFERENCES > DEPENDS: a prerequisite the unit names explicitly
-        // keeps its REFERENCES edge (the verdict stays in the judgment).
+        // keeps its REFERENCES edge, and a proof's statement its proof link (the verdict stays
+        // in the judgment).
         let referenced: HashSet<(String, String)> = doc
             .reference_edges()
             .into_iter()
+            .chain(doc.proof_edges())
             .filter(|e| e.dst_doc == doc.id)
             .map(|e| (e.src_unit, e.dst_unit))
             .collect();

@@ -176,9 +176,15 @@ fn a_misbehaving_endpoint_loses_and_invents_nothing() {
     assert!(j[3..].iter().all(|j| j.requests == 1));
     assert_eq!(report.failed, 1);
     assert_eq!(server.hits(), 9 + j.len() - 3);
-    // No edge comes from the failed unit; every other unit has its one edge.
+    // No edge comes from the failed unit; every other unit has its one edge, except a proof
+    // whose nearest candidate is its statement: that pair keeps the proof's link alone.
     assert!(doc.depends.iter().all(|e| e.src_unit != j[2].unit_id));
-    assert_eq!(doc.depends.len(), j.len() - 1);
+    let proofs: Vec<String> = doc.proof_edges().into_iter().map(|e| e.src_unit).collect();
+    let proofs_judged = j
+        .iter()
+        .filter(|x| proofs.contains(&x.unit_id) && x.unit_id != j[2].unit_id)
+        .count();
+    assert_eq!(doc.depends.len() + proofs_judged, j.len() - 1);
 
     // The next run judges the failed unit again, and only it.
     let cache = cache_of(&docs);
@@ -187,7 +193,8 @@ fn a_misbehaving_endpoint_loses_and_invents_nothing() {
     let rerun = judge_corpus(&mut again, &judge, 8, &cache);
     assert_eq!(server.hits() - before, 1);
     assert_eq!((rerun.reused, rerun.failed), (j.len() - 1, 0));
-    assert_eq!(again[0].depends.len(), j.len());
+    let proofs_all = j.iter().filter(|x| proofs.contains(&x.unit_id)).count();
+    assert_eq!(again[0].depends.len() + proofs_all, j.len());
 }
 
 #[test]
