@@ -556,6 +556,45 @@ mod tests {
     }
 
     #[test]
+    fn changed_lines_map_to_the_smallest_units_and_insertions_to_where_they_land() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = "\\documentclass{article}\n\\begin{document}\n\\section{One}\\label{sec:one}\nFirst paragraph,\nsecond line.\n\nSecond paragraph.\n\\begin{lemma}\\label{lem:a}\nA statement.\n\\end{lemma}\n\\section{Two}\nLast paragraph.\n\\end{document}\n";
+        std::fs::write(dir.path().join("main.tex"), text).expect("write");
+        let source = ledger_parse::Source {
+            id: "d".into(),
+            path: dir.path().join("main.tex"),
+            format: ledger_core::Format::Latex,
+        };
+        let doc = ledger_parse::parse(&source, None);
+        let id = |units: Vec<usize>| -> Vec<String> {
+            units.into_iter().map(|u| doc.units[u].id.clone()).collect()
+        };
+        let hunk = |old_start, old_lines, added: &[&str]| Hunk {
+            path: "main.tex".into(),
+            old_start,
+            old_lines,
+            added: added.iter().map(|s| s.to_string()).collect(),
+        };
+        // Line 5 ends the first paragraph; line 10 is inside the lemma.
+        let changed = changed_units(
+            &doc,
+            dir.path(),
+            &[hunk(5, 1, &["second line!"]), hunk(10, 1, &["B."])],
+        );
+        assert_eq!(id(changed), ["sec:one/p1", "lem:a"]);
+        // A line joined to the first paragraph belongs to it; a new paragraph between the two
+        // paragraphs lands in the section.
+        let changed = changed_units(&doc, dir.path(), &[hunk(5, 0, &["third line."])]);
+        assert_eq!(id(changed), ["sec:one/p1"]);
+        let changed = changed_units(&doc, dir.path(), &[hunk(6, 0, &["New paragraph.", ""])]);
+        assert_eq!(id(changed), ["sec:one"]);
+        // A file the document does not read changes nothing.
+        let mut other = hunk(5, 1, &["x"]);
+        other.path = "other.tex".into();
+        assert!(changed_units(&doc, dir.path(), &[other]).is_empty());
+    }
+
+    #[test]
     fn split_by_hash() {
         assert_eq!(Split::of("7fff"), Split::Dev);
         assert_eq!(Split::of("8000"), Split::Test);
