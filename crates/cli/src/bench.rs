@@ -1,10 +1,11 @@
-//! `ledger bench parse`: parse + reference-extraction throughput (see `ledger_parse::bench`).
-//! `ledger bench distributed`: documents/s of the embedded mode and of 1, 2, 4 workers.
-//! `ledger bench generate`: one generated document with its ground truth.
-//! `ledger bench context`: the time of a context query on a graph, against the baselines'.
+//! `ledger bench`: speed, as ratios against a baseline measured in the same run.
+//! `parse`: parse + reference-extraction throughput (see `ledger_parse::throughput`);
+//! `distributed`: documents/s of the embedded mode and of 1, 2, 4 workers;
+//! `context`: the time of a context query on a graph, against the baselines'.
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
+use ledger_pipeline::config::Config;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -53,30 +54,10 @@ pub enum Which {
         #[arg(long, default_value_t = 4000)]
         budget: usize,
     },
-    /// Writes one generated document with its ground truth: `OUT/NAME/main.tex` (or `main.md`)
-    /// and `OUT/NAME/gold.json` (units, gold REFERENCES/DEPENDS/RELATED pairs as unit indices,
-    /// edit cases).
-    Generate {
-        /// Folder the document's folder goes in.
-        #[arg(long)]
-        out: PathBuf,
-        /// Name of the document (and of its folder).
-        #[arg(long)]
-        name: String,
-        /// Approximate size in cl100k tokens.
-        #[arg(long, default_value_t = 5_000)]
-        tokens: usize,
-        /// Seed of the generator.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// `latex` or `markdown`.
-        #[arg(long, default_value = "latex", value_parser = ["latex", "markdown"])]
-        format: String,
-    },
 }
 
 /// Runs a benchmark and prints its table.
-pub fn run(which: Which, config: &crate::config::Config) -> Result<()> {
+pub fn run(which: Which, config: &Config) -> Result<()> {
     match which {
         Which::Context {
             graph,
@@ -90,53 +71,14 @@ pub fn run(which: Which, config: &crate::config::Config) -> Result<()> {
             no_tokens,
         } => {
             let (bytes, docs, rows) =
-                ledger_parse::bench::parse_throughput(&paths, repeat, !no_tokens);
+                ledger_parse::throughput::parse_throughput(&paths, repeat, !no_tokens);
             print!(
                 "{}",
-                ledger_parse::bench::markdown(bytes, docs, repeat, &rows)
+                ledger_parse::throughput::markdown(bytes, docs, repeat, &rows)
             );
             Ok(())
         }
         Which::Distributed { paths, workers } => distributed(&paths, &workers),
-        Which::Generate {
-            out,
-            name,
-            tokens,
-            seed,
-            format,
-        } => {
-            let format = if format == "markdown" {
-                ledger_core::Format::Markdown
-            } else {
-                ledger_core::Format::Latex
-            };
-            let g = ledger_bench::generate(
-                &name,
-                ledger_bench::Spec {
-                    seed,
-                    tokens,
-                    format,
-                },
-            );
-            let dir = out.join(&name);
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            let file = g.file_name();
-            std::fs::write(dir.join(file), &g.source)?;
-            std::fs::write(
-                dir.join("gold.json"),
-                serde_json::to_string_pretty(&g)? + "\n",
-            )?;
-            println!(
-                "{}: {} units, {} references, {} dependencies, {} related pairs, {} cases",
-                dir.join(file).display(),
-                g.units.len(),
-                g.references.len(),
-                g.depends.len(),
-                g.related.len(),
-                g.cases.len()
-            );
-            Ok(())
-        }
     }
 }
 
@@ -215,7 +157,7 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
         );
     }
     // The benchmark's queues go with it.
-    let amqp = crate::config::Config::load(None)?.queue.amqp;
+    let amqp = crate::config::load(None)?.queue.amqp;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
@@ -245,18 +187,20 @@ fn context(
     doc: Option<&str>,
     queries: usize,
     budget: usize,
-    config: &crate::config::Config,
+    config: &Config,
 ) -> Result<()> {
-    use ledger_bench::strategy::{self, Method, Query};
+    use ledger_eval::strategy::{self, Method, Query};
     let started = Instant::now();
-    let graph = crate::retrieval::load(path)?;
+    let graph = ledger_pipeline::retrieval::load(path)?;
     let load = started.elapsed().as_secs_f64();
     let started = Instant::now();
     graph.lexical();
     let lexical_index = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let relevance =
-        crate::retrieval::instruction_relevance(path, &graph, INSTRUCTION, &config.embed);
+        ledger_pipeline::retrieval::instruction_relevance(path, &graph, INSTRUCTION, &config.embed)
+            .inspect_err(|e| eprintln!("note: no embedding relevance for the instruction: {e}"))
+            .ok();
     let embedding = started.elapsed().as_secs_f64();
     let units = graph.units();
     let candidates: Vec<usize> = (0..units.len())

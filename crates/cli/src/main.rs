@@ -1,20 +1,22 @@
 //! `ledger`: index technical documents into a typed dependency graph, query it with SQL,
-//! and check references like a linter.
+//! check references like a linter, and make verified edits. Commands only: each parses its
+//! arguments, calls the pipeline (`ledger-pipeline`, `ledger-edit`, `ledger-eval`) and prints
+//! the report.
 
 mod bench;
 mod config;
-mod distributed;
 mod edit;
-mod evaluation;
+mod eval;
 mod index;
 mod models;
-mod pipeline;
-mod retrieval;
-mod semantic;
+mod progress;
+mod query;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use anyhow::Result;
+use clap::{Parser, Subcommand};
 use ledger_parse::regions::RegionKind;
+use ledger_pipeline::config::{Config, IndexConfig, RelatedConfig};
+use ledger_pipeline::{EmbedderKind, JudgeKind, RelatedScope, Settings, SqlFormat, SummarizerKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -51,22 +53,7 @@ enum Command {
     },
     /// Distributed mode: scan PATH..., publish a job per new or changed document to RabbitMQ,
     /// follow the workers, then build and commit the graph.
-    Coordinator {
-        /// Files or folders, as for `index` (workers must see them at the same absolute paths).
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// The graph folder, shared with the workers.
-        #[arg(long)]
-        out: PathBuf,
-        /// Broker URL (default: `queue.amqp`).
-        #[arg(long)]
-        amqp: Option<String>,
-        /// Attempts per document before its job goes to the dead-letter queue.
-        #[arg(long)]
-        max_attempts: Option<u32>,
-        #[command(flatten)]
-        pipeline: PipelineArgs,
-    },
+    Coordinator(index::CoordinatorArgs),
     /// Distributed mode: run document jobs from RabbitMQ until SIGTERM.
     Worker {
         /// Broker URL (default: `queue.amqp`).
@@ -125,15 +112,8 @@ enum Command {
         old: String,
         /// The new label.
         new: String,
-        /// Files or folders, as for `index`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
-        #[arg(long)]
-        graph: Option<PathBuf>,
-        /// Print the diff only.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        edit: EditArgs,
     },
     /// Rename a term across every file under PATH...: whole words, case variants and simple
     /// plurals, in prose only unless `--include` names more; links to headings whose anchors
@@ -143,18 +123,11 @@ enum Command {
         old: String,
         /// The new term.
         new: String,
-        /// Files or folders, as for `index`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
         /// Other regions to rename in too: code, math, urls (comma-separated).
         #[arg(long, value_delimiter = ',', value_parser = parse_region)]
         include: Vec<RegionKind>,
-        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
-        #[arg(long)]
-        graph: Option<PathBuf>,
-        /// Print the diff and verify only.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        edit: EditArgs,
     },
     /// Insert LaTeX or Markdown source before a unit; prose numbers that shift ("Section 3.2")
     /// are rewritten. Prints the diff, verifies, writes all files or none.
@@ -168,15 +141,8 @@ enum Command {
         /// The document, when the unit's name repeats across documents.
         #[arg(long)]
         doc: Option<String>,
-        /// Files or folders, as for `index`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
-        #[arg(long)]
-        graph: Option<PathBuf>,
-        /// Print the diff and verify only.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        edit: EditArgs,
     },
     /// Delete a unit with everything it contains; prose numbers that shift are rewritten and
     /// references to the deleted unit are reported (the edit is refused unless --force).
@@ -186,15 +152,8 @@ enum Command {
         /// The document, when the unit's name repeats across documents.
         #[arg(long)]
         doc: Option<String>,
-        /// Files or folders, as for `index`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
-        #[arg(long)]
-        graph: Option<PathBuf>,
-        /// Print the diff and verify only.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        edit: EditArgs,
         /// Write even though references to the deleted unit will be broken (they are listed).
         #[arg(long)]
         force: bool,
@@ -210,43 +169,14 @@ enum Command {
         /// The document, when names repeat across documents.
         #[arg(long)]
         doc: Option<String>,
-        /// Files or folders, as for `index`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Update this graph of PATH... afterwards (incrementally, as `ledger index` would).
-        #[arg(long)]
-        graph: Option<PathBuf>,
-        /// Print the diff and verify only.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        edit: EditArgs,
     },
-    /// Edit with an LLM: retrieval for the targets, the model's replacements for the targets
-    /// and the dependents that must change (structured output from the `[llm]` endpoint),
-    /// applied in memory and verified; on findings one repair round; written only if verified.
-    Edit {
-        /// The graph of PATH... (from `ledger index`).
-        #[arg(long)]
-        graph: PathBuf,
-        /// What to change.
-        #[arg(long)]
-        instruction: String,
-        /// A unit id, a label, or prose such as "Theorem 2" (repeatable); else the units the
-        /// instruction mentions or is nearest to.
-        #[arg(long)]
-        target: Vec<String>,
-        /// The document, when ids or numbers repeat across documents.
-        #[arg(long)]
-        doc: Option<String>,
-        /// Token budget of the context (default `retrieve.budget`).
-        #[arg(long)]
-        budget: Option<usize>,
-        /// Files or folders, as for `index`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Print the diff and verify only.
-        #[arg(long)]
-        dry_run: bool,
-    },
+    /// Edit with an LLM: retrieval for the targets (from --graph, required here), the model's
+    /// replacements for the targets and the dependents that must change (structured output from
+    /// the `[llm]` endpoint), applied in memory and verified; on findings one repair round;
+    /// written only if verified.
+    Edit(edit::LlmEditArgs),
     /// Revert the last edit made under PATH (from its undo record).
     Undo {
         /// The file or folder the edit was made on.
@@ -275,9 +205,9 @@ enum Command {
         graph: PathBuf,
         /// The query.
         query: String,
-        /// Output format.
-        #[arg(long, value_enum)]
-        format: Option<Format>,
+        /// Output format: table, csv or json (default `sql.format`).
+        #[arg(long)]
+        format: Option<SqlFormat>,
     },
     /// Report broken and ambiguous references as `file:line:col: message`; exit 1 if any reference is broken.
     Verify {
@@ -296,14 +226,22 @@ enum Command {
         #[command(subcommand)]
         which: ModelsCommand,
     },
-    /// The evaluation of the method on generated documents with ground truth (`--out DIR`,
-    /// `--quick` for CI), or a throughput benchmark (`parse`, `distributed`).
+    /// The evaluation of the method: retrieval on the authors' own edits (git histories in
+    /// datasets/edit-history) and on generated documents with ground truth, the edits made and
+    /// checked, the report written to --out (`--quick` for CI; `generate` writes one generated
+    /// document with its ground truth).
     #[command(args_conflicts_with_subcommands = true)]
+    Eval {
+        #[command(subcommand)]
+        which: Option<eval::Generate>,
+        #[command(flatten)]
+        args: eval::EvalArgs,
+    },
+    /// Speed: parse throughput, embedded against distributed indexing, context query time;
+    /// each as a ratio against a baseline measured in the same run.
     Bench {
         #[command(subcommand)]
-        which: Option<bench::Which>,
-        #[command(flatten)]
-        eval: evaluation::EvalArgs,
+        which: bench::Which,
     },
 }
 
@@ -319,6 +257,21 @@ enum ModelsCommand {
     },
     /// Print the folder the configured embedder loads MiniLM from.
     Path,
+}
+
+/// What every edit command takes: the inputs, the graph to update, dry run.
+#[derive(clap::Args)]
+struct EditArgs {
+    /// Files or folders, as for `index`.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// The graph of PATH...: updated afterwards (incrementally, as `ledger index` would);
+    /// `ledger edit` also retrieves the context from it.
+    #[arg(long)]
+    graph: Option<PathBuf>,
+    /// Print the diff and verify only; nothing is written.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// Settings of the document stage, shared by `index` and `coordinator`.
@@ -339,24 +292,24 @@ struct PipelineArgs {
     /// Do not judge DEPENDS edges.
     #[arg(long)]
     no_depends: bool,
-    /// DEPENDS judge: `auto`, `offline` or `llm` (the [llm] endpoint).
+    /// DEPENDS judge: auto, offline or llm (the [llm] endpoint).
     #[arg(long)]
-    judge: Option<String>,
+    judge: Option<JudgeKind>,
     /// Preceding units shown to the DEPENDS judge per unit.
     #[arg(long)]
     window: Option<usize>,
-    /// Embedder of summaries: `auto`, `hash`, `minilm` or `openai`.
+    /// Embedder of summaries: auto, hash, minilm or openai.
     #[arg(long)]
-    embedder: Option<String>,
-    /// Summarizer: `extractive` or `llm`.
+    embedder: Option<EmbedderKind>,
+    /// Summarizer: extractive or llm.
     #[arg(long)]
-    summarizer: Option<String>,
+    summarizer: Option<SummarizerKind>,
     /// Cosine threshold θ of RELATED edges.
     #[arg(long)]
     theta: Option<f64>,
     /// RELATED pairs inside each `document`, or across the `corpus`.
     #[arg(long)]
-    related_scope: Option<String>,
+    related_scope: Option<RelatedScope>,
     /// Neighbours asked of the HNSW index per unit.
     #[arg(long)]
     related_k: Option<usize>,
@@ -364,14 +317,7 @@ struct PipelineArgs {
 
 impl PipelineArgs {
     /// The configuration with these flags applied: parsing, RELATED and document-stage settings.
-    fn apply(
-        self,
-        config: &config::Config,
-    ) -> (
-        config::IndexConfig,
-        config::RelatedConfig,
-        pipeline::Settings,
-    ) {
+    fn apply(self, config: &Config) -> (IndexConfig, RelatedConfig, Settings) {
         let mut r = config.related.clone();
         r.enabled &= !self.no_related;
         r.theta = self.theta.unwrap_or(r.theta);
@@ -390,7 +336,7 @@ impl PipelineArgs {
         d.enabled &= !self.no_depends;
         d.judge = self.judge.unwrap_or(d.judge);
         d.window = self.window.unwrap_or(d.window);
-        let settings = pipeline::Settings {
+        let settings = Settings {
             index: c.clone(),
             depends: d,
             embed_enabled: r.enabled,
@@ -399,13 +345,6 @@ impl PipelineArgs {
         };
         (c, r, settings)
     }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Table,
-    Csv,
-    Json,
 }
 
 fn main() -> ExitCode {
@@ -424,215 +363,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// One function per command.
 fn run(cli: Cli) -> Result<ExitCode> {
-    let config = config::Config::load(cli.config.as_deref())?;
+    let config = config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Index {
             paths,
             out,
-            pipeline: args,
+            pipeline,
             estimate,
-        } => {
-            let (c, r, settings) = args.apply(&config);
-            let stage = pipeline::Stage::new(settings)?;
-            let parts = config.store.parts(&out)?;
-            let job = index::IndexJob {
-                paths: &paths,
-                out: &out,
-                parts: &parts,
-                index: &c,
-                related: &r,
-            };
-            if estimate {
-                index::estimate(&job, &stage)?;
-            } else {
-                index::index(&job, &stage)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Coordinator {
-            paths,
-            out,
-            amqp,
-            max_attempts,
-            pipeline: args,
-        } => {
-            let (index, related, settings) = args.apply(&config);
-            let options = distributed::CoordinatorOptions {
-                amqp: amqp.unwrap_or(config.queue.amqp.clone()),
-                jobs: config.queue.jobs.clone(),
-                parts: (!config.store.parts.is_empty()).then(|| config.store.parts.clone()),
-                out,
-                paths,
-                progress: index.progress,
-                index,
-                related,
-                settings,
-                max_attempts: max_attempts.unwrap_or(config.queue.max_attempts),
-                consumer_timeout: std::time::Duration::from_secs(
-                    config.queue.consumer_timeout_secs,
-                ),
-            };
-            let report = distributed::coordinator(&options)?;
-            Ok(if report.dead.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
-        }
+        } => index::index(&paths, &out, pipeline, estimate, &config),
+        Command::Coordinator(args) => index::coordinator(args, &config),
         Command::Worker {
             amqp,
             prefetch,
             exit_when_idle,
-        } => {
-            distributed::worker(&distributed::WorkerOptions {
-                amqp: amqp.unwrap_or(config.queue.amqp.clone()),
-                jobs: config.queue.jobs.clone(),
-                prefetch: prefetch.unwrap_or(config.queue.prefetch),
-                exit_when_idle: exit_when_idle.map(std::time::Duration::from_secs),
-                consumer_timeout: std::time::Duration::from_secs(
-                    config.queue.consumer_timeout_secs,
-                ),
-            })?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Sql {
-            graph,
-            query,
-            format,
-        } => {
-            let format = match format {
-                Some(Format::Table) => ledger_store::OutputFormat::Table,
-                Some(Format::Csv) => ledger_store::OutputFormat::Csv,
-                Some(Format::Json) => ledger_store::OutputFormat::Json,
-                None => match config.sql.format.as_str() {
-                    "table" => ledger_store::OutputFormat::Table,
-                    "csv" => ledger_store::OutputFormat::Csv,
-                    "json" => ledger_store::OutputFormat::Json,
-                    other => anyhow::bail!("sql.format = {other:?}: expected table, csv or json"),
-                },
-            };
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
-            let out = rt.block_on(async {
-                let session = ledger_store::SqlSession::open(&graph).await?;
-                session.query_formatted(&query, format).await
-            })?;
-            println!("{}", out.trim_end());
-            Ok(ExitCode::SUCCESS)
-        }
+        } => index::worker(amqp, prefetch, exit_when_idle, &config),
         Command::Verify {
             paths,
             fail_on_ambiguous,
             no_diagnostics,
-        } => {
-            let mut c = config.verify;
-            c.fail_on_ambiguous |= fail_on_ambiguous;
-            c.show_diagnostics &= !no_diagnostics;
-            let failed = index::verify(&paths, &config.index, &c)?;
-            Ok(if failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        Command::Relabel {
-            old,
-            new,
-            paths,
+        } => index::verify(&paths, fail_on_ambiguous, no_diagnostics, &config),
+        Command::Sql {
             graph,
-            dry_run,
-        } => {
-            let refused = edit::relabel(&paths, &config.index, &old, &new, dry_run)?;
-            edited(refused, dry_run, &paths, graph.as_deref(), &config)
-        }
-        Command::RenameTerm {
-            old,
-            new,
-            paths,
-            include,
-            graph,
-            dry_run,
-        } => {
-            let refused = edit::rename_term(&paths, &config.index, &old, &new, &include, dry_run)?;
-            edited(refused, dry_run, &paths, graph.as_deref(), &config)
-        }
-        Command::Insert {
-            before,
-            text,
-            doc,
-            paths,
-            graph,
-            dry_run,
-        } => {
-            let text = if text == "-" {
-                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
-            } else {
-                text
-            };
-            let edit = edit::Structural::Insert {
-                before: &before,
-                text,
-            };
-            let refused =
-                edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
-            edited(refused, dry_run, &paths, graph.as_deref(), &config)
-        }
-        Command::Delete {
-            unit,
-            doc,
-            paths,
-            graph,
-            dry_run,
-            force,
-        } => {
-            let edit = edit::Structural::Delete { unit: &unit };
-            let refused =
-                edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, force)?;
-            edited(refused, dry_run, &paths, graph.as_deref(), &config)
-        }
-        Command::Move {
-            unit,
-            before,
-            doc,
-            paths,
-            graph,
-            dry_run,
-        } => {
-            let edit = edit::Structural::Move {
-                unit: &unit,
-                before: &before,
-            };
-            let refused =
-                edit::structural(&paths, &config.index, doc.as_deref(), edit, dry_run, false)?;
-            edited(refused, dry_run, &paths, graph.as_deref(), &config)
-        }
-        Command::Edit {
-            graph,
-            instruction,
-            target,
-            doc,
-            budget,
-            paths,
-            dry_run,
-        } => {
-            let args = edit::LlmEdit {
-                graph: &graph,
-                instruction: &instruction,
-                targets: &target,
-                doc: doc.as_deref(),
-                budget: budget.unwrap_or(config.retrieve.budget),
-                dry_run,
-            };
-            let refused = edit::llm_edit(&paths, &config, args)?;
-            edited(refused, dry_run, &paths, Some(&graph), &config)
-        }
-        Command::Undo { path } => {
-            edit::undo(&path)?;
-            Ok(ExitCode::SUCCESS)
-        }
+            query,
+            format,
+        } => query::sql(&graph, &query, format.unwrap_or(config.sql.format)),
         Command::Context {
             graph,
             target,
@@ -641,83 +397,94 @@ fn run(cli: Cli) -> Result<ExitCode> {
             budget,
             markdown,
         } => {
-            let g = retrieval::load(&graph)?;
-            let ask = retrieval::Ask {
+            let ask = ledger_pipeline::retrieval::Ask {
                 targets: &target,
                 instruction: instruction.as_deref(),
                 doc: doc.as_deref(),
                 budget: budget.unwrap_or(config.retrieve.budget),
             };
-            let out = retrieval::context(&graph, &g, &ask, &config, markdown)?;
-            println!("{}", out.trim_end());
-            Ok(ExitCode::SUCCESS)
+            query::context(&graph, &ask, markdown, &config)
         }
         Command::Impact {
             graph,
             unit,
             doc,
             depth,
-        } => {
-            let g = retrieval::load(&graph)?;
-            let out = retrieval::impact(
-                &g,
-                &unit,
-                doc.as_deref(),
-                depth.unwrap_or(config.retrieve.impact_depth),
-            )?;
-            print!("{out}");
-            Ok(ExitCode::SUCCESS)
-        }
+        } => query::impact(
+            &graph,
+            &unit,
+            doc.as_deref(),
+            depth.unwrap_or(config.retrieve.impact_depth),
+        ),
         Command::Similar {
             graph,
             unit,
             doc,
             k,
+        } => query::similar(&graph, &unit, doc.as_deref(), k),
+        Command::Relabel { old, new, edit } => edit::relabel(&old, &new, &edit, &config),
+        Command::RenameTerm {
+            old,
+            new,
+            include,
+            edit,
+        } => edit::rename_term(&old, &new, &include, &edit, &config),
+        Command::Insert {
+            before,
+            text,
+            doc,
+            edit,
         } => {
-            let semantic = ledger_store::read_embeddings(&graph)?;
-            println!("model: {}", semantic.model);
-            for (d, u, score, summary) in semantic::similar(&semantic, doc.as_deref(), &unit, k)? {
-                let short: String = summary.chars().take(80).collect();
-                println!("{score:.3}  {d}  {u}  {short}");
-            }
-            Ok(ExitCode::SUCCESS)
+            let text = if text == "-" {
+                std::io::read_to_string(std::io::stdin())
+                    .map_err(|e| anyhow::anyhow!("reading standard input: {e}"))?
+            } else {
+                text
+            };
+            let op = edit::Structural::Insert {
+                before: &before,
+                text,
+            };
+            edit::structural(op, doc.as_deref(), false, &edit, &config)
         }
+        Command::Delete {
+            unit,
+            doc,
+            edit,
+            force,
+        } => {
+            let op = edit::Structural::Delete { unit: &unit };
+            edit::structural(op, doc.as_deref(), force, &edit, &config)
+        }
+        Command::Move {
+            unit,
+            before,
+            doc,
+            edit,
+        } => {
+            let op = edit::Structural::Move {
+                unit: &unit,
+                before: &before,
+            };
+            edit::structural(op, doc.as_deref(), false, &edit, &config)
+        }
+        Command::Edit(args) => edit::llm_edit(&args, &config),
+        Command::Undo { path } => edit::undo(&path),
         Command::Models { which } => {
+            let dir = ledger_pipeline::semantic::minilm_dir(&config.embed);
             match which {
-                ModelsCommand::Install { name, dir } => {
-                    let dir = dir.unwrap_or_else(|| semantic::minilm_dir(&config.embed));
-                    models::install(&name, &dir)?;
+                ModelsCommand::Install { name, dir: to } => {
+                    models::install(&name, &to.unwrap_or(dir))?
                 }
-                ModelsCommand::Path => {
-                    println!("{}", semantic::minilm_dir(&config.embed).display())
-                }
+                ModelsCommand::Path => println!("{}", dir.display()),
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench {
+        Command::Eval {
             which: Some(which), ..
-        } => {
-            bench::run(which, &config)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Bench { which: None, eval } => {
-            let args = PipelineArgs {
-                no_progress: true,
-                ..PipelineArgs::default()
-            };
-            let (c, r, settings) = args.apply(&config);
-            let stage = pipeline::Stage::new(settings)?;
-            let pipeline = evaluation::Pipeline {
-                index: &c,
-                related: &r,
-                stage: &stage,
-                retrieve: &config.retrieve,
-                store: &config.store,
-                config: &config,
-            };
-            evaluation::run(&eval, &pipeline)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => eval::generate(which),
+        Command::Eval { which: None, args } => eval::run(args, &config),
+        Command::Bench { which } => bench::run(which, &config).map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -730,74 +497,4 @@ fn parse_region(name: &str) -> Result<RegionKind, String> {
         Some(k) => Ok(k),
         None => Err(format!("`{name}`: expected code, math or urls")),
     }
-}
-
-/// What an edit command ends with: when the edit was written, updates `graph` (when given)
-/// from `paths` as `ledger index` would, with the judge, summarizer and embedder the graph was
-/// built with (unchanged documents are reused whole, and in a changed one only the units whose
-/// DEPENDS candidates or summaries changed are judged or embedded again); exit 1 when the edit
-/// was refused.
-fn edited(
-    refused: bool,
-    dry_run: bool,
-    paths: &[PathBuf],
-    graph: Option<&std::path::Path>,
-    config: &config::Config,
-) -> Result<ExitCode> {
-    if refused {
-        return Ok(ExitCode::from(1));
-    }
-    let Some(out) = graph.filter(|_| !dry_run) else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    // The pipeline the graph was built with: its judge, summarizer and embedder.
-    let judge = ledger_store::read_judgments(out)?.first().map(|(_, j)| {
-        if j.judge.starts_with("llm:") {
-            "llm"
-        } else {
-            "offline"
-        }
-        .to_string()
-    });
-    let semantic = ledger_store::read_embeddings(out)?;
-    let embedder = (!semantic.model.is_empty()).then(|| {
-        if semantic.model == ledger_embed::minilm::MODEL_NAME {
-            "minilm"
-        } else if semantic.model.starts_with("openai:") {
-            "openai"
-        } else {
-            "hash"
-        }
-        .to_string()
-    });
-    let summarizer = (!semantic.summarizer.is_empty()).then(|| {
-        if semantic.summarizer.starts_with("llm") {
-            "llm"
-        } else {
-            "extractive"
-        }
-        .to_string()
-    });
-    let args = PipelineArgs {
-        no_progress: true,
-        no_depends: judge.is_none(),
-        no_related: embedder.is_none(),
-        judge,
-        embedder,
-        summarizer,
-        ..PipelineArgs::default()
-    };
-    let (c, r, settings) = args.apply(config);
-    let stage = pipeline::Stage::new(settings)?;
-    let parts = config.store.parts(out)?;
-    let job = index::IndexJob {
-        paths,
-        out,
-        parts: &parts,
-        index: &c,
-        related: &r,
-    };
-    eprintln!("updating the graph {}", out.display());
-    index::index(&job, &stage)?;
-    Ok(ExitCode::SUCCESS)
 }

@@ -7,11 +7,16 @@
 //! the undo record, and only then renamed into place, so a crash leaves each file old or new and
 //! the record restores the old.
 
+mod plan;
 mod relabel;
 mod structure;
 mod term;
 mod verify;
 
+pub use plan::{
+    Checked, RenamePlan, Shadow, Sources, StructuralPlan, Written, check, parse_inputs,
+    plan_relabel, plan_rename_term, plan_structural, undo_last, undo_root, write_checked,
+};
 pub use relabel::{anchor_links, relabel};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,13 +8,13 @@ fn main() {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
         });
     let repeat = 5;
-    let (bytes, docs, rows) = ledger_parse::bench::parse_throughput(
+    let (bytes, docs, rows) = ledger_parse::throughput::parse_throughput(
         &[dir],
         repeat,
         std::env::var("LEDGER_BENCH_TOKENS").map_or(true, |v| v != "0"),
     );
     print!(
         "{}",
-        ledger_parse::bench::markdown(bytes, docs, repeat, &rows)
+        ledger_parse::throughput::markdown(bytes, docs, repeat, &rows)
     );
 }

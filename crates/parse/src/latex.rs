@@ -6,61 +6,84 @@
 //! aliases) and the reference commands, including user macros that wrap them.
 //! Everything it cannot follow becomes a diagnostic, never an error.
 
+pub(crate) mod lex;
+
 use crate::builder::{Builder, read_text};
 use crate::counters::{Counters, Style};
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
+use lex::{
+    arg, capitalise, clean_title, find_from, is_cite, keyvals, math_env, non_text_args, opt,
+    skip_opt, split_keys, verbatim_env,
+};
 use regex::Regex;
 // Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-/// Longest argument (in bytes) the scanner looks through for a closing brace.
-const MAX_ARG: usize = 64 * 1024;
 /// Deepest `\input` nesting followed.
 const MAX_INCLUDE_DEPTH: usize = 32;
 
 /// A theorem-like environment defined by `\newtheorem` or known by its common name.
 #[derive(Debug, Clone)]
 struct TheoremDef {
+    /// The printed name (`Lemma`).
     display: String,
+    /// The counter it shares or its own (`None`: unnumbered).
     counter: Option<String>,
 }
 
 /// A user macro whose body holds a reference command or a `\newtheorem`.
 #[derive(Debug, Clone)]
 struct Macro {
+    /// Number of parameters.
     params: usize,
     /// Default of the first parameter, when it is optional (`\newcommand{\x}[2][d]{…}`).
     optional: Option<String>,
+    /// The replacement text, with `#1`… for the parameters.
     body: String,
 }
 
+/// One line of a display-math environment (up to `\\`).
 #[derive(Debug, Clone)]
 struct MathLine {
+    /// Its `\tag{…}`.
     tag: Option<String>,
+    /// `\notag` / `\nonumber`: no number.
     notag: bool,
+    /// Labels on the line, with their byte offsets.
     labels: Vec<(String, usize)>,
 }
 
+/// A display-math environment being read.
 #[derive(Debug, Clone)]
 struct MathState {
     /// Numbers lines one by one (`align`, `gather`) rather than once (`equation`, `multline`).
     per_line: bool,
     /// Starred: no numbers except `\tag`.
     starred: bool,
+    /// Brace depth at which it opened (a `\\` inside braces does not end a line).
     depth: i32,
+    /// The line being read.
     line: MathLine,
+    /// The numbers given so far, one per numbered line.
     numbers: Vec<String>,
+    /// Labels with the number of their line, and their byte offsets.
     labels: Vec<(String, Option<String>, usize)>,
 }
 
+/// An environment between its `\begin` and `\end`.
 #[derive(Debug)]
 struct OpenEnv {
+    /// Its name (`lemma`, `align*`, `itemize`).
     name: String,
+    /// The unit it opened (a theorem-like, float, equation, proof, listing), if any.
     unit: Option<usize>,
+    /// The file and byte where it began.
     file: usize,
+    /// Byte offset of its `\begin`.
     start: usize,
+    /// Display-math state, for math environments.
     math: Option<MathState>,
     /// Float counter stepped by `\caption` inside this environment.
     float_counter: Option<&'static str>,
@@ -83,8 +106,11 @@ impl OpenEnv {
     }
 }
 
+/// The paragraph being read: its unit and file.
 struct Paragraph {
+    /// The paragraph unit.
     unit: usize,
+    /// Its file.
     file: usize,
 }
 
@@ -116,37 +142,59 @@ pub(crate) fn parse(
     p.b.finish(tokenizer)
 }
 
+/// `p` resolved (symlinks, `..`), or as given when it cannot be.
 fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// The scanner's state while it walks a document's files.
 struct Latex {
+    /// The document under construction: files, units, labels, mentions, diagnostics.
     b: Builder,
+    /// The main file's folder, where `\input` paths are looked up.
     dir: PathBuf,
+    /// LaTeX's counters, with reset lists, aliases and `\the…` templates.
     counters: Counters,
+    /// The class has chapters (`book`, `report`, or a `\chapter` was seen): sections number
+    /// within them.
     with_chapters: bool,
+    /// `secnumdepth`: deeper sectioning levels are not numbered.
     secnumdepth: i32,
+    /// Theorem-like environments by name (`\newtheorem`, `\declaretheorem`, common names).
     theorems: HashMap<String, TheoremDef>,
+    /// User macros that wrap references, labels or `\newtheorem`, by name.
     macros: HashMap<String, Macro>,
+    /// The open sections, outermost first: (level, unit).
     sections: Vec<(i32, usize)>,
+    /// The open environments, outermost first.
     envs: Vec<OpenEnv>,
+    /// The paragraph being read, if any.
     para: Option<Paragraph>,
+    /// After `\begin{document}` (or a file without one): text is content, not preamble.
     in_body: bool,
+    /// After `\end{document}`: nothing more is read.
     done: bool,
+    /// Chapters are numbered (`\mainmatter`), not front or back matter.
     numbered_chapters: bool,
+    /// Brace depth in the current file (math lines count `\\` only at their own depth).
     depth: i32,
+    /// The files being read, outermost first: an `\input` of one of them is a cycle.
     include_stack: Vec<PathBuf>,
+    /// `\bibliography`/`\addbibresource` files, read after the scan for entries.
     bib_files: Vec<PathBuf>,
     /// Byte ranges per file whose text is not prose (comments, verbatim): blanked for prose mentions.
     skipped: Vec<Vec<(usize, usize)>>,
     /// `\externaldocument[prefix]{file}` pairs.
     externals: Vec<(String, String)>,
+    /// Inside `subequations`: the parent equation number and the last letter given.
     subequation: Option<(String, u32)>,
     /// Inside a `\footnote{…}` argument: where it ends and the footnote's number.
     footnote: Option<(usize, usize, String)>,
 }
 
 impl Latex {
+    /// A scanner for the document `doc_id` whose main file is `main`, with the common
+    /// theorem-like environments known.
     fn new(main: &Path, doc_id: &str) -> Self {
         let mut theorems = HashMap::default();
         for (env, display) in [
@@ -202,6 +250,8 @@ impl Latex {
 
     // ---------- the scanner ----------
 
+    /// Walks one file byte by byte: comments, braces, math shifts and paragraph breaks here,
+    /// control sequences through [`Latex::command`]; `\input` files are scanned recursively.
     fn scan(&mut self, file: usize) {
         let text = std::sync::Arc::clone(&self.b.texts[file]);
         while self.skipped.len() <= file {
@@ -287,6 +337,8 @@ impl Latex {
         self.sections.last().map_or(0, |s| s.1)
     }
 
+    /// Prose at byte `i` of `file`: extends the open paragraph, or opens one in the current
+    /// container.
     fn mark_text(&mut self, file: usize, i: usize) {
         if !self.in_body {
             return;
@@ -309,6 +361,7 @@ impl Latex {
         self.para = Some(Paragraph { unit, file });
     }
 
+    /// Extends the open paragraph to `end`.
     fn extend_text(&mut self, end: usize) {
         if let Some(p) = &self.para {
             let u = p.unit;
@@ -316,6 +369,7 @@ impl Latex {
         }
     }
 
+    /// Ends the open paragraph (a blank line, a new unit, an environment boundary).
     fn close_paragraph(&mut self) {
         self.para = None;
     }
@@ -329,27 +383,7 @@ impl Latex {
         }
         let c = bytes[i + 1];
         if !c.is_ascii_alphabetic() && c != b'@' {
-            // Control symbol.
-            match c {
-                b'\\' => {
-                    self.math_line_break(i);
-                    return i + 2;
-                }
-                b'[' => {
-                    // Unnumbered display math: prose of the paragraph.
-                    self.mark_text(file, i);
-                    let end = find_from(text, i + 2, "\\]").map_or(n, |k| k + 2);
-                    self.scan_refs_in(file, text, i + 2, end.saturating_sub(2));
-                    self.extend_text(end);
-                    return end;
-                }
-                b'\n' | b' ' | b'\t' => return i + 1,
-                _ => {
-                    self.mark_text(file, i);
-                    let len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
-                    return i + 1 + len;
-                }
-            }
+            return self.control_symbol(file, text, i, c);
         }
         let mut j = i + 1;
         while j < n && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'@') {
@@ -407,6 +441,113 @@ impl Latex {
             "caption" | "captionof" => self.caption(file, text, i, after_star, name == "captionof"),
             "newtheorem" => self.newtheorem(file, text, i, after_star, starred),
             "declaretheorem" => self.declaretheorem(text, after_star),
+            "let" => self.let_counter(text, j),
+            "newaliascnt" | "numberwithin" | "counterwithin" | "counterwithout" | "setcounter"
+            | "newcounter" => self.counter_command(text, name, j, after_star),
+            "documentclass"
+            | "externaldocument"
+            | "externalcitedocument"
+            | "bibliography"
+            | "addbibresource"
+            | "addglobalbib" => self.preamble_command(text, name, j),
+            "newcommand"
+            | "renewcommand"
+            | "providecommand"
+            | "DeclareRobustCommand"
+            | "newrobustcmd"
+            | "renewrobustcmd" => self.newcommand(file, text, i, after_star),
+            "def" | "gdef" | "edef" | "xdef" => self.def(file, text, i, j),
+            "newenvironment" | "renewenvironment" => {
+                // name, optional args, begin code, end code: none of it is prose.
+                let mut k = after_star;
+                k = arg(text, k).map_or(k, |a| a.1);
+                k = skip_opt(text, k);
+                k = skip_opt(text, k);
+                k = arg(text, k).map_or(k, |a| a.1);
+                arg(text, k).map_or(k, |a| a.1)
+            }
+            "bibitem" => self.bibitem(file, text, i, j),
+            "tag" => {
+                if let Some((t, e)) = arg(text, after_star) {
+                    if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+                        m.line.tag = Some(t.trim().to_string());
+                    }
+                    // "\tag{by \cref{x}}" references x.
+                    self.scan_refs_in(file, text, after_star, e);
+                    return e;
+                }
+                j
+            }
+            "notag" | "nonumber" => {
+                if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+                    m.line.notag = true;
+                }
+                j
+            }
+            "verb" | "lstinline" | "mintinline" | "Verb" => self.verb(file, text, i, after_star),
+            _ if non_text_args(name).is_some() => {
+                let mut k = skip_opt(text, after_star);
+                for _ in 0..non_text_args(name).unwrap_or(0) {
+                    k = arg(text, k).map_or(k, |a| a.1);
+                }
+                k
+            }
+            _ if is_cite(name) => self.cite(file, text, i, after_star),
+            _ if self.macros.contains_key(name) => self.expand_macro(file, text, i, j, name),
+            "item" => {
+                self.mark_text(file, i);
+                let (custom, _) = opt(text, j);
+                if custom.is_none() {
+                    self.step_item();
+                }
+                j
+            }
+            "footnote" => {
+                self.mark_text(file, i);
+                let k = skip_opt(text, j);
+                if let Some((_, end)) = arg(text, k) {
+                    self.counters.step("footnote");
+                    self.footnote = Some((file, end, self.counters.the("footnote")));
+                }
+                j
+            }
+            _ => {
+                self.mark_text(file, i);
+                j
+            }
+        }
+    }
+
+    /// A control symbol (`\\`, `\[`, `\%`, `\ ` …) at `i`, `c` being its character; returns
+    /// where scanning goes on.
+    fn control_symbol(&mut self, file: usize, text: &str, i: usize, c: u8) -> usize {
+        match c {
+            b'\\' => {
+                self.math_line_break(i);
+                i + 2
+            }
+            b'[' => {
+                // Unnumbered display math: prose of the paragraph.
+                self.mark_text(file, i);
+                let end = find_from(text, i + 2, "\\]").map_or(text.len(), |k| k + 2);
+                self.scan_refs_in(file, text, i + 2, end.saturating_sub(2));
+                self.extend_text(end);
+                end
+            }
+            b'\n' | b' ' | b'\t' => i + 1,
+            _ => {
+                self.mark_text(file, i);
+                let len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                i + 1 + len
+            }
+        }
+    }
+
+    /// The counter commands (`\\newcounter`, `\\setcounter`, `\\numberwithin`, `\\counterwithout`,
+    /// `\\newaliascnt`) named `name` (`j` after the name, `after_star` after a star); returns where
+    /// scanning goes on.
+    fn counter_command(&mut self, text: &str, name: &str, j: usize, after_star: usize) -> usize {
+        match name {
             "newaliascnt" => {
                 if let (Some((a, e1)), true) = (arg(text, j), true)
                     && let Some((bname, e2)) = arg(text, e1)
@@ -416,7 +557,6 @@ impl Latex {
                 }
                 j
             }
-            "let" => self.let_counter(text, j),
             "numberwithin" | "counterwithin" => {
                 let o = skip_opt(text, after_star);
                 if let Some((a, e1)) = arg(text, o)
@@ -452,22 +592,23 @@ impl Latex {
                 }
                 j
             }
-            "newcommand"
-            | "renewcommand"
-            | "providecommand"
-            | "DeclareRobustCommand"
-            | "newrobustcmd"
-            | "renewrobustcmd" => self.newcommand(file, text, i, after_star),
-            "def" | "gdef" | "edef" | "xdef" => self.def(file, text, i, j),
-            "newenvironment" | "renewenvironment" => {
-                // name, optional args, begin code, end code: none of it is prose.
-                let mut k = after_star;
-                k = arg(text, k).map_or(k, |a| a.1);
-                k = skip_opt(text, k);
-                k = skip_opt(text, k);
-                k = arg(text, k).map_or(k, |a| a.1);
-                arg(text, k).map_or(k, |a| a.1)
-            }
+            "newcounter" => match arg(text, j) {
+                Some((c, e1)) => {
+                    let (w, e2) = opt(text, e1);
+                    self.counters.define(c.trim(), w.as_deref().map(str::trim));
+                    e2
+                }
+                None => j,
+            },
+            _ => j,
+        }
+    }
+
+    /// The preamble commands that shape numbering and resolution (`\\documentclass`,
+    /// `\\externaldocument`, `\\bibliography`) named `name` (`j` after the name); returns where
+    /// scanning goes on.
+    fn preamble_command(&mut self, text: &str, name: &str, j: usize) -> usize {
+        match name {
             "documentclass" => {
                 let o = skip_opt(text, j);
                 if let Some((cls, e)) = arg(text, o) {
@@ -520,68 +661,15 @@ impl Latex {
                 }
                 j
             }
-            "bibitem" => self.bibitem(file, text, i, j),
-            "tag" => {
-                if let Some((t, e)) = arg(text, after_star) {
-                    if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
-                        m.line.tag = Some(t.trim().to_string());
-                    }
-                    // "\tag{by \cref{x}}" references x.
-                    self.scan_refs_in(file, text, after_star, e);
-                    return e;
-                }
-                j
-            }
-            "notag" | "nonumber" => {
-                if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
-                    m.line.notag = true;
-                }
-                j
-            }
-            "verb" | "lstinline" | "mintinline" | "Verb" => self.verb(file, text, i, after_star),
-            "newcounter" => match arg(text, j) {
-                Some((c, e1)) => {
-                    let (w, e2) = opt(text, e1);
-                    self.counters.define(c.trim(), w.as_deref().map(str::trim));
-                    e2
-                }
-                None => j,
-            },
-            _ if non_text_args(name).is_some() => {
-                let mut k = skip_opt(text, after_star);
-                for _ in 0..non_text_args(name).unwrap_or(0) {
-                    k = arg(text, k).map_or(k, |a| a.1);
-                }
-                k
-            }
-            _ if is_cite(name) => self.cite(file, text, i, after_star),
-            _ if self.macros.contains_key(name) => self.expand_macro(file, text, i, j, name),
-            "item" => {
-                self.mark_text(file, i);
-                let (custom, _) = opt(text, j);
-                if custom.is_none() {
-                    self.step_item();
-                }
-                j
-            }
-            "footnote" => {
-                self.mark_text(file, i);
-                let k = skip_opt(text, j);
-                if let Some((_, end)) = arg(text, k) {
-                    self.counters.step("footnote");
-                    self.footnote = Some((file, end, self.counters.the("footnote")));
-                }
-                j
-            }
-            _ => {
-                self.mark_text(file, i);
-                j
-            }
+            _ => j,
         }
     }
 
     // ---------- structure ----------
 
+    /// A sectioning command (`\part` … `\subparagraph`, starred or not) at `i`: closes the
+    /// sections at its level or deeper, numbers it and opens its unit; returns where scanning
+    /// goes on.
     fn section(
         &mut self,
         file: usize,
@@ -654,6 +742,8 @@ impl Latex {
         end
     }
 
+    /// `\item`: steps the innermost `enumerate` counter (an item of `itemize` or `description`
+    /// is not numbered).
     fn step_item(&mut self) {
         let Some(env) = self
             .envs
@@ -704,6 +794,7 @@ impl Latex {
         })
     }
 
+    /// `\appendix`: chapters (or sections) restart and print as letters.
     fn appendix(&mut self) {
         let top = if self.with_chapters {
             "chapter"
@@ -746,6 +837,9 @@ impl Latex {
         }
     }
 
+    /// `\begin{env}` at `i` (`j` after the command name): opens the environment, and its unit for
+    /// theorem-likes, proofs, floats, display math, algorithms and listings; verbatim-like
+    /// environments are skipped whole. Returns where scanning goes on.
     fn begin(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let Some((name, after)) = arg(text, j) else {
             self.b.diag(
@@ -768,56 +862,8 @@ impl Latex {
             // Environments in the preamble hold no units.
             return after;
         }
-        // Verbatim-like: raw content up to the matching \end.
         if verbatim_env(base) {
-            let close = format!("\\end{{{name}}}");
-            let end = match find_from(text, after, &close) {
-                Some(k) => k + close.len(),
-                None => {
-                    self.b.diag(
-                        file,
-                        i,
-                        Severity::Error,
-                        format!("\\begin{{{name}}} is never closed"),
-                    );
-                    text.len()
-                }
-            };
-            self.skipped[file].push((after, end));
-            if base == "comment" || base == "filecontents" {
-                return end;
-            }
-            let in_float = self.envs.iter().any(|e| {
-                e.unit
-                    .is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing)
-            });
-            if in_float {
-                return end;
-            }
-            self.close_paragraph();
-            let parent = self.container();
-            let unit = self
-                .b
-                .unit(UnitKind::Listing, base, 0, parent, file, i, end);
-            if base == "lstlisting" {
-                let (opts, _) = opt(text, after);
-                if let Some(opts) = opts {
-                    let kv = keyvals(&opts);
-                    if let Some(c) = kv.get("caption") {
-                        self.counters.step("lstlisting");
-                        let number = self.counters.the("lstlisting");
-                        let u = &mut self.b.doc.units[unit];
-                        u.title = Some(clean_title(c));
-                        u.numbers = vec![number.clone()];
-                        u.number = Some(number.clone());
-                    }
-                    if let Some(l) = kv.get("label") {
-                        let number = self.b.doc.units[unit].number.clone();
-                        self.b.add_label(unit, l.trim(), number, file, i);
-                    }
-                }
-            }
-            return end;
+            return self.begin_verbatim(file, text, i, &name, after);
         }
         let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
             "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => {
@@ -900,32 +946,8 @@ impl Latex {
             self.envs.push(OpenEnv::new(name, None, file, i));
             return after;
         }
-        if let Some(def) = self.theorems.get(base).cloned() {
-            self.close_paragraph();
-            let parent = self.container();
-            let display = def.display.clone();
-            let unit = self.b.unit(
-                UnitKind::Theorem,
-                &display.to_lowercase(),
-                0,
-                parent,
-                file,
-                i,
-                after,
-            );
-            self.b.set_prefix(unit, &theorem_prefix(&display));
-            let (title, end) = opt(text, after);
-            if let (Some(counter), false) = (&def.counter, starred) {
-                self.counters.step(counter);
-                let number = self.counters.the(counter);
-                let u = &mut self.b.doc.units[unit];
-                u.numbers = vec![number.clone()];
-                u.number = Some(number);
-            }
-            self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
-            self.envs.push(OpenEnv::new(name, Some(unit), file, i));
-            self.scan_refs_in(file, text, after, end);
-            return end;
+        if self.theorems.contains_key(base) {
+            return self.begin_theorem(file, text, i, name, after);
         }
         // Any other environment (lists, center, tabular …) is part of the surrounding text.
         let mut list = None;
@@ -948,6 +970,112 @@ impl Latex {
         after
     }
 
+    /// A verbatim-like environment (`lstlisting`, `minted`, `verbatim` …) `name` begun at `i`, its
+    /// content from `after`: raw text up to the matching `\end`, a listing unit unless it is a
+    /// comment or inside a listing float; returns the index after its `\end`.
+    fn begin_verbatim(
+        &mut self,
+        file: usize,
+        text: &str,
+        i: usize,
+        name: &str,
+        after: usize,
+    ) -> usize {
+        let base = name.trim_end_matches('*');
+        let close = format!("\\end{{{name}}}");
+        let end = match find_from(text, after, &close) {
+            Some(k) => k + close.len(),
+            None => {
+                self.b.diag(
+                    file,
+                    i,
+                    Severity::Error,
+                    format!("\\begin{{{name}}} is never closed"),
+                );
+                text.len()
+            }
+        };
+        self.skipped[file].push((after, end));
+        if base == "comment" || base == "filecontents" {
+            return end;
+        }
+        let in_float = self.envs.iter().any(|e| {
+            e.unit
+                .is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing)
+        });
+        if in_float {
+            return end;
+        }
+        self.close_paragraph();
+        let parent = self.container();
+        let unit = self
+            .b
+            .unit(UnitKind::Listing, base, 0, parent, file, i, end);
+        if base == "lstlisting" {
+            let (opts, _) = opt(text, after);
+            if let Some(opts) = opts {
+                let kv = keyvals(&opts);
+                if let Some(c) = kv.get("caption") {
+                    self.counters.step("lstlisting");
+                    let number = self.counters.the("lstlisting");
+                    let u = &mut self.b.doc.units[unit];
+                    u.title = Some(clean_title(c));
+                    u.numbers = vec![number.clone()];
+                    u.number = Some(number.clone());
+                }
+                if let Some(l) = kv.get("label") {
+                    let number = self.b.doc.units[unit].number.clone();
+                    self.b.add_label(unit, l.trim(), number, file, i);
+                }
+            }
+        }
+        end
+    }
+
+    /// A theorem-like environment `name` begun at `i`, its optional title at `after`: a theorem
+    /// unit, numbered unless starred; returns where scanning goes on.
+    fn begin_theorem(
+        &mut self,
+        file: usize,
+        text: &str,
+        i: usize,
+        name: String,
+        after: usize,
+    ) -> usize {
+        let starred = name.ends_with('*');
+        let Some(def) = self.theorems.get(name.trim_end_matches('*')).cloned() else {
+            return after;
+        };
+        self.close_paragraph();
+        let parent = self.container();
+        let display = def.display.clone();
+        let unit = self.b.unit(
+            UnitKind::Theorem,
+            &display.to_lowercase(),
+            0,
+            parent,
+            file,
+            i,
+            after,
+        );
+        self.b.set_prefix(unit, &theorem_prefix(&display));
+        let (title, end) = opt(text, after);
+        if let (Some(counter), false) = (&def.counter, starred) {
+            self.counters.step(counter);
+            let number = self.counters.the(counter);
+            let u = &mut self.b.doc.units[unit];
+            u.numbers = vec![number.clone()];
+            u.number = Some(number);
+        }
+        self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
+        self.envs.push(OpenEnv::new(name, Some(unit), file, i));
+        self.scan_refs_in(file, text, after, end);
+        end
+    }
+
+    /// `\end{env}` at `i`: closes the environment (and the ones left open inside it, with a
+    /// diagnostic), numbers the lines of display math, ends its unit. Returns where scanning
+    /// goes on.
     fn end(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let Some((name, after)) = arg(text, j) else {
             self.b.diag(
@@ -1020,6 +1148,8 @@ impl Latex {
         after
     }
 
+    /// `\\` inside display math at the environment's own depth: the line ends and is numbered
+    /// (unless `\notag` or unnumbered).
     fn math_line_break(&mut self, _i: usize) {
         let depth = self.depth;
         let Some(env) = self.envs.last_mut() else {
@@ -1034,6 +1164,8 @@ impl Latex {
         finish_math_line(math, &mut self.counters, &mut self.subequation);
     }
 
+    /// `\input`, `\include` or `\subfile` at `i`: reads and scans the named file in place (a
+    /// missing file or a cycle is a diagnostic). Returns where scanning goes on.
     fn input(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
         let (target, end) = match name {
             "import" | "subimport" | "includefrom" | "inputfrom" => {
@@ -1125,6 +1257,8 @@ impl Latex {
         end
     }
 
+    /// The file an `\input{target}` names, with or without `.tex`, relative to the main file's
+    /// folder.
     fn find_input(&self, target: &str) -> Option<PathBuf> {
         let base = self.dir.join(target);
         let mut candidates = vec![base.clone()];
@@ -1136,6 +1270,8 @@ impl Latex {
         candidates.into_iter().find(|p| p.is_file())
     }
 
+    /// `\label{key}` at `i`: attached to what it labels (see [`Latex::attach_label`]). Returns
+    /// where scanning goes on.
     fn label(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let Some((l, end)) = arg(text, j) else {
             self.b.diag(
@@ -1192,6 +1328,8 @@ impl Latex {
         self.b.add_label(unit, &l, number, file, i);
     }
 
+    /// `\caption` at `i`: steps the float's counter and gives its unit a number and a title.
+    /// Returns where scanning goes on.
     fn caption(
         &mut self,
         file: usize,
@@ -1251,6 +1389,7 @@ impl Latex {
         end
     }
 
+    /// `\bibitem{key}` at `i`: a bibliography-entry unit. Returns where scanning goes on.
     fn bibitem(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         let o = skip_opt(text, j);
         let Some((key, end)) = arg(text, o) else {
@@ -1280,6 +1419,8 @@ impl Latex {
 
     // ---------- definitions ----------
 
+    /// `\newtheorem{env}[shared]{Display}[within]` at `i` (starred: unnumbered). Returns where
+    /// scanning goes on.
     fn newtheorem(
         &mut self,
         file: usize,
@@ -1312,6 +1453,8 @@ impl Latex {
         e4
     }
 
+    /// Records a theorem-like environment and its counter (its own, shared, or reset within
+    /// another).
     fn define_theorem(
         &mut self,
         env: &str,
@@ -1347,6 +1490,7 @@ impl Latex {
         );
     }
 
+    /// thmtools' `\declaretheorem[opts]{env}` after its name. Returns where scanning goes on.
     fn declaretheorem(&mut self, text: &str, after: usize) -> usize {
         let (opts, o) = opt(text, after);
         let Some((env, mut end)) = arg(text, o) else {
@@ -1360,6 +1504,8 @@ impl Latex {
         self.declaretheorem_with(env, opts, end)
     }
 
+    /// Defines `env` from `\declaretheorem`'s options (`name`, `numberlike`, `sibling`,
+    /// `numberwithin`, `style`, `numbered`). Returns `end`.
     fn declaretheorem_with(&mut self, env: &str, opts: Option<String>, end: usize) -> usize {
         let kv = keyvals(opts.as_deref().unwrap_or(""));
         let env = env.trim();
@@ -1375,6 +1521,7 @@ impl Latex {
         end
     }
 
+    /// `\let\c@a\c@b`: counter `a` becomes an alias of `b`. Returns where scanning goes on.
     fn let_counter(&mut self, text: &str, j: usize) -> usize {
         static LET: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"^\s*\\c@([A-Za-z]+)\s*=?\s*\\c@([A-Za-z]+)").expect("valid")
@@ -1386,6 +1533,8 @@ impl Latex {
         j
     }
 
+    /// `\newcommand`/`\renewcommand`/`\providecommand` at `i`: `\the…` templates go to the
+    /// counters, macros wrapping references are remembered. Returns where scanning goes on.
     fn newcommand(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
         // \newcommand{\name}[n][default]{body} or \newcommand\name[n]{body}
         let (name, k) = match arg(text, after) {
@@ -1422,6 +1571,8 @@ impl Latex {
         end
     }
 
+    /// `\def\name#1#2{body}` at `i`: remembered like [`Latex::newcommand`]. Returns where
+    /// scanning goes on.
     fn def(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
         // \def\name#1#2{body}
         let rest = &text[j..];
@@ -1456,6 +1607,8 @@ impl Latex {
         end
     }
 
+    /// Keeps a user macro whose body holds a reference, a label or `\newtheorem` (the rest are
+    /// not followed).
     fn remember_macro(&mut self, name: &str, params: usize, optional: Option<String>, body: &str) {
         static INTERESTING: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"\\(?:ref|eqref|autoref|cref|Cref|pageref|nameref|cite[a-zA-Z]*|newtheorem|newaliascnt|uses|label)(?-u:\b)").expect("valid")
@@ -1474,6 +1627,9 @@ impl Latex {
         }
     }
 
+    /// A call of a remembered macro at `i`: its arguments substituted into the body, whose
+    /// references become mentions at the call and whose `\newtheorem`s are defined. Returns where
+    /// scanning goes on.
     fn expand_macro(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
         let Some(m) = self.macros.get(name).cloned() else {
             return j;
@@ -1555,6 +1711,8 @@ impl Latex {
 
     // ---------- references ----------
 
+    /// A reference command (`\ref`, `\eqref`, `\cref` lists, `\uses` …) at `i`: one mention per
+    /// key, at the key's own bytes. Returns where scanning goes on.
     fn reference(
         &mut self,
         file: usize,
@@ -1613,6 +1771,7 @@ impl Latex {
         end
     }
 
+    /// A citation command at `i`: one mention per key. Returns where scanning goes on.
     fn cite(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
         let mut k = skip_opt(text, after);
         k = skip_opt(text, k);
@@ -1694,6 +1853,7 @@ impl Latex {
         }
     }
 
+    /// `\verb|…|` (or `\lstinline`) at `i`: skipped as code. Returns where scanning goes on.
     fn verb(&mut self, file: usize, text: &str, i: usize, after: usize) -> usize {
         self.mark_text(file, i);
         let k = skip_opt(text, after);
@@ -1718,6 +1878,8 @@ impl Latex {
 
     // ---------- end of input ----------
 
+    /// After the last file: environments left open are diagnostics, open units end at the end
+    /// of their file, bibliographies are read.
     fn finish_scan(&mut self) {
         self.close_paragraph();
         for env in std::mem::take(&mut self.envs) {
@@ -1746,6 +1908,8 @@ impl Latex {
         self.b.doc.externals = std::mem::take(&mut self.externals);
     }
 
+    /// Entries of the `.bib` files named by `\bibliography` or `\addbibresource`, as
+    /// bibliography-entry units.
     fn read_bibliographies(&mut self) {
         static TITLE: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r#"(?i)(?-u:\b)title\s*=\s*[{"]"#).expect("valid"));
@@ -1882,34 +2046,6 @@ fn bib_entries(text: &str) -> Vec<(usize, usize, String, String)> {
 /// The counters of `enumerate` levels 1–4.
 const ENUM_COUNTERS: [&str; 4] = ["enumi", "enumii", "enumiii", "enumiv"];
 
-/// Verbatim-like environments (starred or not): their content is raw, not LaTeX.
-pub(crate) fn verbatim_env(name: &str) -> bool {
-    matches!(
-        name.trim_end_matches('*'),
-        "verbatim"
-            | "Verbatim"
-            | "lstlisting"
-            | "minted"
-            | "comment"
-            | "BVerbatim"
-            | "LVerbatim"
-            | "alltt"
-            | "code"
-            | "lean"
-            | "filecontents"
-    )
-}
-
-/// `Some((per_line, numbered))` for display-math environments.
-pub(crate) fn math_env(name: &str) -> Option<(bool, bool)> {
-    match name {
-        "equation" | "multline" | "dmath" => Some((false, true)),
-        "align" | "gather" | "flalign" | "alignat" | "eqnarray" | "xalignat" => Some((true, true)),
-        "displaymath" | "math" => Some((false, false)),
-        _ => None,
-    }
-}
-
 fn theorem_prefix(display: &str) -> String {
     match display.to_lowercase().as_str() {
         "theorem" => "thm".into(),
@@ -1924,44 +2060,6 @@ fn theorem_prefix(display: &str) -> String {
         "axiom" => "ax".into(),
         other => ledger_core::slug(other),
     }
-}
-
-pub(crate) fn is_cite(name: &str) -> bool {
-    // Most commands are not citations: skip the regex for them.
-    if !name.contains("cite") && !name.contains("Cite") {
-        return false;
-    }
-    static CITE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:[Cc]ite[a-zA-Z]*|[Pp]arencites?|[Tt]extcites?|[Aa]utocites?|[Ff]ootcites?(?:text)?|[Ss]martcites?|[Ss]upercites?|fullcite|footfullcite)$").expect("valid")
-    });
-    CITE.is_match(name)
-}
-
-/// Commands whose arguments are not prose, with the number of brace arguments each takes
-/// (after its optional ones): they open no paragraph and their arguments are skipped.
-pub(crate) fn non_text_args(name: &str) -> Option<usize> {
-    Some(match name {
-        "makeatletter" | "makeatother" | "maketitle" | "tableofcontents" | "listoffigures"
-        | "listoftables" | "clearpage" | "cleardoublepage" | "newpage" | "centering"
-        | "noindent" | "medskip" | "bigskip" | "smallskip" | "leanok" | "mathlibok"
-        | "notready" | "printindex" | "printbibliography" | "newif" => 0,
-        "usepackage" | "RequirePackage" | "bibliographystyle" | "vspace" | "hspace"
-        | "pagestyle" | "thispagestyle" | "includegraphics" | "theoremstyle" | "newlength"
-        | "hypersetup" | "title" | "author" | "date" | "address" | "email" | "keywords"
-        | "subjclass" | "thanks" | "graphicspath" | "lstset" | "index" | "nocite"
-        | "selectlanguage" | "setdefaultlanguage" | "lean" | "discussion" | "proves"
-        | "markright" => 1,
-        "setlength"
-        | "addtolength"
-        | "crefformat"
-        | "Crefformat"
-        | "DeclareMathOperator"
-        | "markboth"
-        | "lstdefinestyle"
-        | "lstdefinelanguage" => 2,
-        "crefname" | "Crefname" | "addcontentsline" | "definecolor" => 3,
-        _ => return None,
-    })
 }
 
 /// The reference commands in a macro expansion, with the label each names.
@@ -1984,139 +2082,6 @@ fn refs_in(body: &str) -> Vec<(MentionKind, TargetKey)> {
         }
     }
     out
-}
-
-/// Splits `a, b ,c` into trimmed keys with their byte offsets in the argument.
-fn split_keys(keys: &str, list: bool) -> Vec<(usize, usize, &str)> {
-    if !list {
-        let t = keys.trim();
-        let s = keys.len() - keys.trim_start().len();
-        return vec![(s, s + t.len(), t)];
-    }
-    let mut out = Vec::new();
-    let mut offset = 0;
-    for part in keys.split(',') {
-        let lead = part.len() - part.trim_start().len();
-        let t = part.trim();
-        out.push((offset + lead, offset + lead + t.len(), t));
-        offset += part.len() + 1;
-    }
-    out
-}
-
-/// The brace group starting at `i` (after optional whitespace): its content and the index after it.
-pub(crate) fn arg(text: &str, i: usize) -> Option<(&str, usize)> {
-    let bytes = text.as_bytes();
-    let mut k = i;
-    while k < bytes.len() && matches!(bytes[k], b' ' | b'\t' | b'\r' | b'\n') {
-        k += 1;
-    }
-    if k >= bytes.len() || bytes[k] != b'{' {
-        return None;
-    }
-    let start = k + 1;
-    let mut depth = 1;
-    let mut j = start;
-    let limit = (start + MAX_ARG).min(bytes.len());
-    while j < limit {
-        match bytes[j] {
-            b'\\' => j += 1,
-            b'{' => depth += 1,
-            b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some((&text[start..j], j + 1));
-                }
-            }
-            b'%' => {
-                j = memchr::memchr(b'\n', &bytes[j..limit]).map_or(limit, |e| j + e);
-            }
-            _ => {}
-        }
-        j += 1;
-    }
-    None
-}
-
-/// The optional `[...]` group at `i` (after optional spaces), and the index after it.
-pub(crate) fn opt(text: &str, i: usize) -> (Option<String>, usize) {
-    let bytes = text.as_bytes();
-    let mut k = i;
-    while k < bytes.len() && matches!(bytes[k], b' ' | b'\t') {
-        k += 1;
-    }
-    if k >= bytes.len() || bytes[k] != b'[' {
-        return (None, i);
-    }
-    let mut depth = 0;
-    let mut j = k + 1;
-    let limit = (k + 1 + MAX_ARG).min(bytes.len());
-    while j < limit {
-        match bytes[j] {
-            b'\\' => j += 1,
-            b'{' => depth += 1,
-            b'}' => depth -= 1,
-            b']' if depth == 0 => return (Some(text[k + 1..j].to_string()), j + 1),
-            _ => {}
-        }
-        j += 1;
-    }
-    (None, i)
-}
-
-fn skip_opt(text: &str, i: usize) -> usize {
-    opt(text, i).1
-}
-
-fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
-    text.get(from..)?.find(pat).map(|k| from + k)
-}
-
-/// `key=value, key={value, with commas}` → map.
-fn keyvals(opts: &str) -> HashMap<String, String> {
-    let mut out = HashMap::default();
-    let mut depth = 0;
-    let mut start = 0;
-    let bytes = opts.as_bytes();
-    let mut parts = Vec::new();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'{' => depth += 1,
-            b'}' => depth -= 1,
-            b',' if depth == 0 => {
-                parts.push(&opts[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&opts[start..]);
-    for p in parts {
-        if let Some((k, v)) = p.split_once('=') {
-            let v = v.trim();
-            let v = v
-                .strip_prefix('{')
-                .and_then(|v| v.strip_suffix('}'))
-                .unwrap_or(v);
-            out.insert(k.trim().to_string(), v.to_string());
-        }
-    }
-    out
-}
-
-/// Collapses whitespace and drops `\label{…}` from a title or caption.
-fn clean_title(t: &str) -> String {
-    static LABEL: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\\label\{[^}]*\}").expect("valid"));
-    let t = LABEL.replace_all(t, "");
-    t.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

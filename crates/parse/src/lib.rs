@@ -7,14 +7,15 @@
 //! Parsing never fails: unreadable, malformed or unsupported input becomes diagnostics
 //! on the document. This crate does no network IO and knows nothing of storage.
 
-pub mod bench;
 mod builder;
 mod counters;
 mod latex;
 mod markdown;
+mod paths;
 pub mod prose;
 pub mod regions;
 mod resolve;
+pub mod throughput;
 pub mod tokens;
 
 use ledger_core::{Diagnostic, Document, Format, Severity};
@@ -139,7 +140,7 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
         .unwrap_or_else(|| dir.display().to_string());
     let id_of = |p: &Path| -> String {
         let rel = p.strip_prefix(dir).unwrap_or(p);
-        let rel = markdown::normalise(rel);
+        let rel = paths::normalise(rel);
         if rel.is_empty() {
             name.clone()
         } else {

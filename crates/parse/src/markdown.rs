@@ -8,13 +8,14 @@
 //! and pages are mentions; prose numbers inside a link's text are not read again.
 
 use crate::builder::{Builder, read_text};
+use crate::paths::normalise;
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use regex::Regex;
 // Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
 use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 pub(crate) fn options() -> Options {
@@ -677,26 +678,6 @@ fn link_key(dest: &str, current: &str, book: bool) -> Option<TargetKey> {
         file: joined,
         anchor: anchor.to_string(),
     })
-}
-
-/// Lexically normalises a relative path to `a/b/c.md` (keeping leading `..`).
-pub(crate) fn normalise(p: &Path) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                if parts.last().is_some_and(|l| l != "..") {
-                    parts.pop();
-                } else {
-                    parts.push("..".into());
-                }
-            }
-            Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
-            Component::RootDir => parts.push(String::new()),
-            _ => {}
-        }
-    }
-    parts.join("/")
 }
 
 /// The anchor mdBook and GitHub give a heading: lower case, spaces to `-`, punctuation dropped.

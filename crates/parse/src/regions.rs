@@ -2,7 +2,7 @@
 //! or reference key, a link target, or markup. Bulk edits of words (`ledger rename-term`) search
 //! only the kinds they are asked to.
 
-use crate::latex::{arg, is_cite, math_env, non_text_args, opt, verbatim_env};
+use crate::latex::lex::{arg, is_cite, math_env, non_text_args, opt, verbatim_env};
 use ledger_core::Format;
 use pulldown_cmark::{Event, LinkType, Parser, Tag, TagEnd};
 use regex::Regex;

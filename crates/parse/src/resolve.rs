@@ -208,9 +208,7 @@ fn relative_files(doc: &Document) -> Vec<String> {
     let root = root_dir(doc);
     doc.files
         .iter()
-        .map(|f| {
-            crate::markdown::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)))
-        })
+        .map(|f| crate::paths::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f))))
         .collect()
 }
 
@@ -230,7 +228,7 @@ fn absolute(p: &Path) -> String {
     } else {
         std::env::current_dir().unwrap_or_default().join(p)
     };
-    crate::markdown::normalise(&p)
+    crate::paths::normalise(&p)
 }
 
 /// Resolves the mentions left `Pending` by [`resolve_local`] against the other documents of a corpus;
@@ -242,9 +240,8 @@ pub fn resolve_corpus(docs: &mut [Document]) {
     for (d, doc) in docs.iter().enumerate() {
         let root = root_dir(doc);
         for f in &doc.files {
-            let rel = crate::markdown::normalise(
-                Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)),
-            );
+            let rel =
+                crate::paths::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)));
             files.entry(absolute(Path::new(f))).or_insert((d, rel));
         }
         if doc.format == Some(Format::Latex) {

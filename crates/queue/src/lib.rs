@@ -55,7 +55,10 @@ pub struct DocumentJob {
     /// The pipeline fingerprint the coordinator computed; a worker whose settings resolve to
     /// another one (say, MiniLM missing on its machine) refuses the job.
     pub fingerprint: String,
-    /// The pipeline settings, opaque here.
+    /// The document stage's settings (`ledger_pipeline::Settings` as JSON). The queue carries
+    /// them without reading them (the pipeline depends on the queue, not the other way round);
+    /// a worker decodes them, and a job whose settings do not decode fails like any job, into
+    /// the dead-letter queue with the reason.
     pub settings: serde_json::Value,
     /// Attempts already made (0 for a fresh job).
     pub attempt: u32,

@@ -28,7 +28,7 @@ use petgraph::visit::EdgeRef;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// How a context is ranked: the walk's edge weights and the mix of the six signals. The
-/// defaults are the best mix on the dev split of the real-edit benchmark (`ledger bench --tune`).
+/// defaults are the best mix on the dev split of the real-edit track of the evaluation (`ledger eval --tune`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ranking {
     /// Edge-kind weights of the walk.

@@ -690,12 +690,12 @@ fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
 }
 
 #[test]
-fn bench_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invariants() {
+fn eval_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invariants() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("report");
     let history = root().join("datasets/edit-history");
     let o = ledger(&[
-        "bench",
+        "eval",
         "--quick",
         "--out",
         out.to_str().expect("utf8"),
@@ -790,7 +790,7 @@ fn bench_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invari
 }
 
 #[test]
-fn bench_measures_llm_edits_through_an_openai_compatible_endpoint() {
+fn eval_measures_llm_edits_through_an_openai_compatible_endpoint() {
     let server = server::FakeServer::start();
     // The first document's case gets an edit of a unit the model was not given, twice (refused
     // after one repair); the second document's case gets the server's empty answer (accepted,
@@ -801,7 +801,7 @@ fn bench_measures_llm_edits_through_an_openai_compatible_endpoint() {
     let out = dir.path().join("report");
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
         .args([
-            "bench",
+            "eval",
             "--quick",
             "--track",
             "generated",
@@ -853,7 +853,7 @@ fn the_bundled_generated_documents_are_what_the_generator_writes() {
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let o = ledger(&[
-            "bench",
+            "eval",
             "generate",
             "--out",
             dir.path().to_str().expect("utf8"),

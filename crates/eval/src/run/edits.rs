@@ -1,17 +1,16 @@
-//! Edit metrics of `ledger bench`: the deterministic edits of the generated cases made with
+//! Edit metrics of `ledger eval`: the deterministic edits of the generated cases made with
 //! LEDGER (`rename-term`, `insert` with its prose renumbering, `relabel` of the target) and, for
 //! comparison, as a text tool makes them (a plain replace; an insert without renumbering). Each
 //! edit is checked against the generator's ground truth: its references resolved by the
-//! independent numbering of `ledger_bench::check`, the units it changed compared with the units
+//! independent numbering of `crate::check`, the units it changed compared with the units
 //! that must and must not change, and the case's consistency rule; and LEDGER's own verifier
 //! says whether it would have refused the edit.
 
-use super::Pipeline;
-use crate::edit::Checked;
-use anyhow::{Context, Result};
-use ledger_bench::check::{references, still_valid};
-use ledger_bench::{Category, DeterministicEdit, Generated};
+use crate::check::{references, still_valid};
+use crate::error::{Context, Result};
+use crate::{Category, DeterministicEdit, Generated};
 use ledger_core::UnitKind;
+use ledger_edit::Checked;
 use ledger_edit::Replacement;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -88,15 +87,9 @@ pub(super) fn spread<T>(items: Vec<T>, n: usize) -> Vec<T> {
 
 /// Makes and checks the deterministic edits of up to `per_category` cases per category of
 /// document `g`, written in `dir` (its `main.tex` or `main.md`).
-pub fn evaluate(
-    dir: &Path,
-    g: &Generated,
-    pipeline: &Pipeline,
-    per_category: usize,
-) -> Result<Vec<Outcome>> {
+pub fn evaluate(dir: &Path, g: &Generated, per_category: usize) -> Result<Vec<Outcome>> {
     let paths = [dir.to_path_buf()];
-    let config = pipeline.index;
-    let sources = crate::edit::read_sources(&paths, config)?;
+    let sources = ledger_edit::Sources::read(&paths)?;
     let main = sources
         .texts
         .keys()
@@ -109,7 +102,7 @@ pub fn evaluate(
     let mut out = Vec::new();
     let score = |edit: &'static str,
                  method: Method,
-                 case: &ledger_bench::Case,
+                 case: &crate::Case,
                  checked: &Checked,
                  renamed: Option<(&str, &str)>,
                  consistent: &dyn Fn(&str) -> bool| {
@@ -139,8 +132,7 @@ pub fn evaluate(
         }
     };
     for category in Category::ALL {
-        let cases: Vec<&ledger_bench::Case> =
-            g.cases.iter().filter(|c| c.category == category).collect();
+        let cases: Vec<&crate::Case> = g.cases.iter().filter(|c| c.category == category).collect();
         for case in spread(cases.clone(), per_category) {
             // The edit made with LEDGER, the same edit as a text tool makes it, and the case's
             // consistency rule; both are scored alike.
@@ -153,8 +145,7 @@ pub fn evaluate(
                         old_plural,
                         new_plural,
                     }) => {
-                        let plan =
-                            crate::edit::plan_rename_term(&paths, config, &sources, old, new, &[])?;
+                        let plan = ledger_edit::plan_rename_term(&sources, old, new, &[])?;
                         let naive = original
                             .match_indices(old.as_str())
                             .map(|(k, _)| replacement(&main, k, k + old.len(), new))
@@ -174,7 +165,7 @@ pub fn evaluate(
                             before: at,
                             text: text.clone(),
                         };
-                        let plan = crate::edit::plan_structural(&paths, config, &sources, &op)?;
+                        let plan = ledger_edit::plan_structural(&sources, &op)?;
                         let start = g.units[*sec].start;
                         let naive = vec![replacement(&main, start, start, &format!("{text}\n"))];
                         (
@@ -194,8 +185,7 @@ pub fn evaluate(
                 None,
                 &*consistent,
             ));
-            let checked =
-                crate::edit::check(&paths, config, &sources, &[naive], |_, _| Vec::new())?;
+            let checked = ledger_edit::check(&sources, &[naive], |_, _| Vec::new())?;
             out.push(score(
                 edit,
                 Method::Naive,
@@ -206,7 +196,7 @@ pub fn evaluate(
             ));
         }
         // Every category: relabel a target that has a label, with all its `\ref`s.
-        let labelled: Vec<&ledger_bench::Case> = cases
+        let labelled: Vec<&crate::Case> = cases
             .into_iter()
             .filter(|c| {
                 c.targets
@@ -217,7 +207,7 @@ pub fn evaluate(
         for case in spread(labelled, per_category.div_ceil(4)) {
             let old = g.units[case.targets[0]].id.clone();
             let new = format!("{old}-renamed");
-            let (checked, _) = crate::edit::plan_relabel(&paths, config, &sources, &old, &new)?;
+            let (checked, _) = ledger_edit::plan_relabel(&sources, &old, &new)?;
             let consistent = |edited: &str| {
                 // Nothing names the old label (LaTeX `{old}`, Markdown `#old`, `"old"`) any more.
                 let stale = [

@@ -1,16 +1,16 @@
-//! LLM edit quality in `ledger bench`, when `[llm]` names an endpoint: for a sample of the
+//! LLM edit quality in `ledger eval`, when `[llm]` names an endpoint: for a sample of the
 //! generated cases, the path of `ledger edit` in memory (LEDGER's context for the case's targets,
 //! the model's edits, verification, one repair round). An accepted edit is held against the
 //! ground truth: the units that must change did, the units that must not change did not, and
-//! every reference still names its unit (independent resolution, `ledger_bench::check`).
+//! every reference still names its unit (independent resolution, `crate::check`).
 
 use super::edits::{map_spans, spread, unchanged};
-use crate::config::Config;
-use crate::edit::{LLM_ALLOWED, LlmEdit};
-use anyhow::Result;
-use ledger_bench::check::{references, still_valid};
-use ledger_bench::{Category, Generated};
+use crate::check::{references, still_valid};
+use crate::error::Result;
+use crate::{Category, Generated};
 use ledger_core::UnitKind;
+use ledger_pipeline::Config;
+use ledger_pipeline::llm_edit::{LLM_ALLOWED, LlmEdit};
 use serde::Serialize;
 use std::path::Path;
 
@@ -63,7 +63,7 @@ pub struct Doc<'a> {
 /// `config.llm`, and checks them.
 pub fn evaluate(doc: &Doc, config: &Config, n: usize) -> Result<Vec<Outcome>> {
     let paths = [doc.dir.to_path_buf()];
-    let sources = crate::edit::read_sources(&paths, &config.index)?;
+    let sources = ledger_edit::Sources::read(&paths)?;
     let Some(main) = sources.texts.keys().next().cloned() else {
         return Ok(Vec::new());
     };
@@ -71,7 +71,7 @@ pub fn evaluate(doc: &Doc, config: &Config, n: usize) -> Result<Vec<Outcome>> {
     let before = references(&original, doc.g.format);
     let spans = doc.g.spans();
     let mut out = Vec::new();
-    let mut cases: Vec<&ledger_bench::Case> = doc.g.cases.iter().collect();
+    let mut cases: Vec<&crate::Case> = doc.g.cases.iter().collect();
     cases.sort_by_key(|c| c.category);
     for case in spread(cases, n) {
         let targets: Vec<String> = case
@@ -105,9 +105,8 @@ pub fn evaluate(doc: &Doc, config: &Config, n: usize) -> Result<Vec<Outcome>> {
             targets: &targets,
             doc: Some(doc.doc_id),
             budget: doc.budget,
-            dry_run: true,
         };
-        match crate::edit::plan_llm_edit(&paths, config, &sources, &args) {
+        match ledger_pipeline::llm_edit::plan_llm_edit(config, &sources, &args) {
             Err(e) => o.error = Some(format!("{e:#}")),
             Ok(plan) => {
                 o.repaired = !plan.repaired.is_empty();

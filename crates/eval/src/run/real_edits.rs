@@ -1,19 +1,19 @@
-//! The real-edit track of `ledger bench`: retrieval judged against what the documents' own authors
-//! changed in their commits (`ledger_bench::history`).
+//! The real-edit track of `ledger eval`: retrieval judged against what the documents' own authors
+//! changed in their commits (`crate::history`).
 //!
 //! For every commit of every history in the edit-history folder: the rules of
-//! [`ledger_bench::history`] decide whether it is a case; a case's document is the one at the parent
+//! [`crate::history`] decide whether it is a case; a case's document is the one at the parent
 //! commit, parsed and taken through the ordinary document and corpus stages in memory (the
 //! previous commit's part is the cache of summaries and vectors, as in a nightly reindex); then
 //! every strategy is packed under every budget and scored by the gold units it holds.
 
-use super::Pipeline;
-use anyhow::{Context, Result};
-use indicatif::ProgressBar;
-use ledger_bench::history::{self, Repository, Skip, Split};
-use ledger_bench::metrics::ratio;
-use ledger_bench::strategy::{self, Query, Strategy};
+use crate::error::{Context, Result};
+use crate::history::{self, Repository, Skip, Split};
+use crate::metrics::ratio;
+use crate::setup::Pipeline;
+use crate::strategy::{self, Query, Strategy};
 use ledger_core::{Document, UnitKind};
+use ledger_pipeline::{Part, Progress};
 use ledger_retrieve::{Graph, Ranking};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -168,7 +168,7 @@ pub fn run(
     strategies: &[Strategy],
     pipeline: &Pipeline,
     limits: Limits,
-    bar: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Track> {
     use rayon::prelude::*;
     let started = std::time::Instant::now();
@@ -177,15 +177,13 @@ pub fn run(
     } else {
         Vec::new()
     };
-    bar.set_message("real edits");
-    bar.set_length(0);
-    bar.set_position(0);
+    progress.start("real edits", 0);
     let sources: Vec<history::Source> = history::SOURCES
         .into_iter()
         .filter(|source| {
             let found = history_dir.join(source.bundle).is_file();
             if !found {
-                eprintln!(
+                tracing::warn!(
                     "real edits: {} not found, skipped",
                     history_dir.join(source.bundle).display()
                 );
@@ -200,7 +198,7 @@ pub fn run(
         pipeline,
         limits,
         grid: &grid,
-        bar,
+        progress,
     };
     // The histories are independent: one at a time per core, merged in a fixed order.
     let results: Vec<Result<History>> = sources
@@ -274,7 +272,7 @@ struct Shared<'a> {
     pipeline: &'a Pipeline<'a>,
     limits: Limits,
     grid: &'a [Ranking],
-    bar: &'a ProgressBar,
+    progress: &'a dyn Progress,
 }
 
 /// The cases of one history, every strategy and grid mix scored on each.
@@ -286,7 +284,7 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
         pipeline,
         limits,
         grid,
-        bar,
+        progress,
     } = *run;
     let mut h = History {
         grid_counts: vec![vec![[(0usize, 0usize); BUDGETS.len()]; grid.len()]; 2],
@@ -304,15 +302,15 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
         if let Some(n) = limits.commits {
             commits = commits.split_off(commits.len().saturating_sub(n));
         }
-        bar.inc_length(commits.len() as u64);
+        progress.grow(commits.len() as u64);
         let mut selection = Selection {
             source: source.name.to_string(),
             commits: commits.len(),
             ..Selection::default()
         };
-        let mut previous: Option<crate::pipeline::Part> = None;
+        let mut previous: Option<Part> = None;
         for commit in &commits {
-            bar.inc(1);
+            progress.advance(source.name);
             if let Some(skip) = history::pre_select(commit) {
                 *selection.skipped.entry(skip.as_str().into()).or_default() += 1;
                 continue;
@@ -471,19 +469,19 @@ struct Indexed {
     doc_units: Vec<usize>,
     vectors: HashMap<usize, Vec<f32>>,
     /// The document stage's output: the next commit's cache.
-    part: crate::pipeline::Part,
+    part: Part,
 }
 
 fn index_case(
     pipeline: &Pipeline,
     source: &ledger_parse::Source,
-    previous: Option<&crate::pipeline::Part>,
+    previous: Option<&Part>,
 ) -> Result<Indexed> {
     let stage = pipeline.stage;
     let doc = stage.parse(source);
     let (part, _) = stage.process(doc, previous)?;
     let (mut docs, semantic) =
-        crate::pipeline::assemble(vec![part.clone()], pipeline.related, stage.semantic_names())?;
+        ledger_pipeline::assemble(vec![part.clone()], pipeline.related, stage.semantic_names())?;
     let doc = docs.pop().context("one document in, one out")?;
     let edges: Vec<ledger_core::Edge> = doc
         .parsed_edges()

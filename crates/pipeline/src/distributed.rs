@@ -1,12 +1,11 @@
-//! `ledger worker` and `ledger coordinator`: the distributed mode over RabbitMQ. Workers run the
+//! The distributed mode over RabbitMQ: the worker loop and the coordinator. Workers run the
 //! same document stage as `ledger index` ([`crate::index::process_document`]); the coordinator
 //! runs the same corpus stage and commit.
 
 use crate::config::{IndexConfig, RelatedConfig};
-use crate::index::{Corpus, IndexJob, commit, load_inputs, previous_parts};
-use crate::pipeline::{Part, Settings, Stage, assemble, part_key};
-use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::index::{CommitReport, Corpus, IndexJob, commit, load_inputs, previous_parts};
+use crate::stage::{Part, Settings, Stage, assemble, part_key};
+use crate::{Error, Progress, Result, io};
 use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dead_queue};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -21,23 +20,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("starting the async runtime")
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = term => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
+        .map_err(io(|| "starting the async runtime"))
 }
 
 /// Settings of `ledger worker`.
@@ -55,17 +38,11 @@ pub struct WorkerOptions {
     pub consumer_timeout: Duration,
 }
 
-/// `ledger worker`: consumes document jobs until SIGTERM (or until idle with `--exit-when-idle`).
-pub fn worker(options: &WorkerOptions) -> Result<()> {
-    let jobs = runtime()?.block_on(run_worker(options, shutdown_signal()))?;
-    eprintln!("worker: {jobs} jobs done; exiting");
-    Ok(())
-}
-
 /// Document stages by settings (a worker serves any coordinator's settings).
 type Stages = Arc<Mutex<HashMap<String, Arc<Stage>>>>;
 
-/// The worker loop; returns the number of jobs it finished. Reconnects (with backoff) when the
+/// `ledger worker`: consumes document jobs until `shutdown` resolves (or until idle with
+/// `exit_when_idle`); returns the number of jobs it finished. Reconnects (with backoff) when the
 /// broker goes away; a job in progress is finished, and acked if the connection survived (else
 /// the broker redelivers it and the part, already written, is reused).
 pub async fn run_worker(
@@ -156,13 +133,15 @@ async fn handle(
         let (job2, stages) = (job.clone(), stages.clone());
         match tokio::task::spawn_blocking(move || run_job(&job2, &stages)).await {
             Ok(r) => r,
-            Err(panic) => Err(anyhow::anyhow!("the document stage panicked: {panic}")),
+            Err(panic) => Err(Error::Invalid(format!(
+                "the document stage panicked: {panic}"
+            ))),
         }
     } else {
-        Err(anyhow::anyhow!(
+        Err(Error::Invalid(format!(
             "protocol version {} (this worker speaks {PROTOCOL_VERSION})",
             job.protocol
-        ))
+        )))
     };
     match outcome {
         Ok(usage) => {
@@ -178,7 +157,7 @@ async fn handle(
             broker.publish(&job.events, &event).await?;
         }
         Err(e) => {
-            let error = format!("{e:#}");
+            let error = crate::error_chain(&e);
             let attempts = job.attempt + 1;
             let dead = attempts >= job.max_attempts.max(1) || job.protocol != PROTOCOL_VERSION;
             tracing::warn!(%error, attempts, dead, "job failed");
@@ -218,8 +197,8 @@ fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapsh
     let stage = match cached {
         Some(s) => s,
         None => {
-            let settings: Settings =
-                serde_json::from_value(job.settings.clone()).context("job settings")?;
+            let settings: Settings = serde_json::from_value(job.settings.clone())
+                .map_err(|e| Error::Invalid(format!("job settings: {e}")))?;
             let s = Arc::new(Stage::new(settings)?);
             if let Ok(mut map) = stages.lock() {
                 map.insert(id, s.clone());
@@ -228,11 +207,11 @@ fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapsh
         }
     };
     if stage.fingerprint() != job.fingerprint {
-        bail!(
+        return Err(Error::Invalid(format!(
             "this worker's pipeline differs from the coordinator's (fingerprint {} vs {}): check that both run the same ledger version and have the same models installed",
             stage.fingerprint(),
             job.fingerprint
-        );
+        )));
     }
     let before = stage
         .chat()
@@ -246,12 +225,13 @@ fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapsh
     let doc = stage.parse(&source);
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     if key != job.key {
-        bail!(
+        return Err(Error::Invalid(format!(
             "{} changed since the coordinator scanned it (content hash differs); rerun the coordinator",
             job.source
-        );
+        )));
     }
-    let parts = ledger_store::PartStore::open(&job.parts)?;
+    let parts = ledger_store::PartStore::open(&job.parts)
+        .map_err(crate::store(|| format!("opening part store {}", job.parts)))?;
     crate::index::process_document(&stage, &parts, doc, job.previous_key.as_deref())?;
     let after = stage
         .chat()
@@ -288,8 +268,8 @@ pub struct CoordinatorOptions {
     pub max_attempts: u32,
     /// RabbitMQ's acknowledgement timeout on the job queue.
     pub consumer_timeout: Duration,
-    /// Show a progress bar.
-    pub progress: bool,
+    /// The command line recorded in the `runs` table.
+    pub command: String,
 }
 
 /// What a coordinator run came to.
@@ -301,36 +281,61 @@ pub struct CoordinatorReport {
     pub reused: usize,
     /// Documents that ended in the dead-letter queue, with their errors.
     pub dead: Vec<(String, String)>,
+    /// The graph version committed.
+    pub commit: Option<CommitReport>,
+}
+
+impl std::fmt::Display for CoordinatorReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(c) = &self.commit {
+            write!(f, "{c}")?;
+        }
+        writeln!(
+            f,
+            "coordinator: {} jobs published, {} documents unchanged, {} dead",
+            self.published,
+            self.reused,
+            self.dead.len()
+        )?;
+        for (doc, error) in &self.dead {
+            writeln!(f, "dead: {doc}: {error}")?;
+        }
+        Ok(())
+    }
 }
 
 /// `ledger coordinator`: scans, publishes jobs for new or changed documents, follows the
 /// workers, then runs the corpus stage and commits. Holds an exclusive lock on the graph.
-pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
+pub fn coordinator(
+    options: &CoordinatorOptions,
+    progress: &dyn Progress,
+) -> Result<CoordinatorReport> {
     let started_at = ledger_store::now_rfc3339();
     std::fs::create_dir_all(&options.out)
-        .with_context(|| format!("creating {}", options.out.display()))?;
+        .map_err(io(|| format!("creating {}", options.out.display())))?;
     let lock_path = options.out.join(".coordinator.lock");
     let lock = std::fs::File::create(&lock_path)
-        .with_context(|| format!("creating {}", lock_path.display()))?;
+        .map_err(io(|| format!("creating {}", lock_path.display())))?;
     if lock.try_lock().is_err() {
-        bail!(
+        return Err(Error::Invalid(format!(
             "another coordinator is running on {} (it holds {})",
             options.out.display(),
             lock_path.display()
-        );
+        )));
     }
     // Workers may run elsewhere: absolute paths.
-    let out = std::fs::canonicalize(&options.out)?;
+    let out = std::fs::canonicalize(&options.out)
+        .map_err(io(|| format!("graph {}", options.out.display())))?;
     let paths: Vec<PathBuf> = options
         .paths
         .iter()
-        .map(|p| std::fs::canonicalize(p).with_context(|| format!("input {}", p.display())))
+        .map(|p| std::fs::canonicalize(p).map_err(io(|| format!("input {}", p.display()))))
         .collect::<Result<_>>()?;
     let parts = match &options.parts {
-        Some(url) => ledger_store::PartStore::open(url)?,
+        Some(url) => ledger_store::PartStore::open(url).map_err(crate::store(|| "store.parts"))?,
         None => ledger_store::PartStore::of_graph(&out),
     };
-    let corpus = load_inputs(&paths, &options.index)?;
+    let corpus = load_inputs(&paths, &options.index, progress)?;
     let stage = Stage::new(options.settings.clone())?;
     let previous = previous_parts(&out);
     let settings = serde_json::to_value(&options.settings)?;
@@ -371,7 +376,7 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
         });
     }
     report.published = jobs.len();
-    let usage = runtime()?.block_on(follow(options, &events, &run, jobs, &mut report))?;
+    let usage = runtime()?.block_on(follow(options, &events, &run, jobs, &mut report, progress))?;
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
     let mut done = Vec::new();
@@ -391,17 +396,9 @@ pub fn coordinator(options: &CoordinatorOptions) -> Result<CoordinatorReport> {
         parts: &parts,
         index: &options.index,
         related: &options.related,
+        command: &options.command,
     };
-    commit(&job, usage, &corpus, &semantic, keys, started_at)?;
-    println!(
-        "coordinator: {} jobs published, {} documents unchanged, {} dead",
-        report.published,
-        report.reused,
-        report.dead.len()
-    );
-    for (doc, error) in &report.dead {
-        println!("dead: {doc}: {error}");
-    }
+    report.commit = Some(commit(&job, usage, &corpus, &semantic, keys, started_at)?);
     drop(lock);
     Ok(report)
 }
@@ -415,19 +412,13 @@ async fn follow(
     run: &str,
     jobs: Vec<DocumentJob>,
     report: &mut CoordinatorReport,
+    progress: &dyn Progress,
 ) -> Result<ledger_llm::UsageSnapshot> {
     let mut pending: HashMap<String, ()> = jobs.iter().map(|j| (j.doc_id.clone(), ())).collect();
     let mut usage = ledger_llm::UsageSnapshot::default();
-    let bar = if options.progress && !jobs.is_empty() {
-        ProgressBar::new(jobs.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} documents [{bar:30}] {pos}/{len} {msg} ({eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    if !jobs.is_empty() {
+        progress.start("documents", jobs.len() as u64);
+    }
     // Jobs not yet confirmed by the broker, oldest first (a reconnect resumes here).
     let mut unpublished: std::collections::VecDeque<DocumentJob> = jobs.into();
     let (mut failed, mut retries) = (0usize, 0usize);
@@ -471,7 +462,7 @@ async fn follow(
                     ..
                 }) if r == run => {
                     if pending.remove(&doc_id).is_some() {
-                        bar.inc(1);
+                        progress.advance(&doc_id);
                     }
                     usage.requests += llm_requests;
                     usage.prompt_tokens += llm_prompt_tokens;
@@ -486,7 +477,7 @@ async fn follow(
                 }) if r == run => {
                     if dead {
                         if pending.remove(&doc_id).is_some() {
-                            bar.inc(1);
+                            progress.advance(&doc_id);
                             failed += 1;
                             report.dead.push((doc_id, error));
                         }
@@ -496,7 +487,7 @@ async fn follow(
                 }
                 _ => {}
             }
-            bar.set_message(format!(
+            progress.note(&format!(
                 "{failed} failed, {retries} retried, {} pending",
                 pending.len()
             ));
@@ -512,7 +503,7 @@ async fn follow(
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
-    bar.finish_and_clear();
+    progress.finish();
     report.dead.sort();
     Ok(usage)
 }

@@ -1,18 +1,17 @@
-//! `ledger bench [--quick] --out DIR`: the evaluation of the method on generated documents with
-//! ground truth (`ledger-bench`): each document is written, indexed with the ordinary pipeline
-//! and parsed; every strategy retrieves a context for every case; the deterministic edits of the
+//! `ledger eval [--quick] --out DIR`: the evaluation harness. The real-edit track
+//! ([`real_edits`]) first; then generated documents with ground truth: each document is written
+//! and indexed with the ordinary pipeline; every strategy retrieves a context for every case; the deterministic edits of the
 //! cases are made and checked (`edits`), and with `[llm]` a sample is edited by the model
 //! (`llm_edits`); the report holds the main table, the edge-type ablation, the weight
 //! configurations, edge detection and the edit tables, as Markdown and JSON, with two plots.
 
-use crate::config::{IndexConfig, RelatedConfig};
-use crate::pipeline::Stage;
-use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
-use ledger_bench::metrics::{CaseScore, Detection, mean, ratio, score};
-use ledger_bench::strategy::{self, Method, Strategy};
-use ledger_bench::{Category, Generated, Spec, generate};
+use crate::error::{Context, EvalError, Result};
+use crate::metrics::{CaseScore, Detection, mean, ratio, score};
+use crate::setup::Pipeline;
+use crate::strategy::{self, Method, Strategy};
+use crate::{Category, Generated, Spec, generate};
 use ledger_core::{EdgeKind, Format, UnitKind};
+use ledger_pipeline::Progress;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -23,7 +22,7 @@ mod llm_edits;
 mod real_edits;
 
 /// Which parts of the evaluation run.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tracks {
     /// The real-edit track, then the generated documents.
     All,
@@ -33,59 +32,54 @@ pub enum Tracks {
     Generated,
 }
 
-/// Options of the evaluation.
-#[derive(clap::Args, Debug)]
-pub struct EvalArgs {
+impl std::str::FromStr for Tracks {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Tracks, String> {
+        match s {
+            "all" => Ok(Tracks::All),
+            "real" => Ok(Tracks::Real),
+            "generated" => Ok(Tracks::Generated),
+            other => Err(format!("{other:?}: expected all, real or generated")),
+        }
+    }
+}
+
+/// Options of the evaluation (`ledger eval`'s flags).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Folder for the generated documents, their graphs and the report.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub out: PathBuf,
     /// A small run for CI: two 5K-token documents, with the invariants asserted.
-    #[arg(long)]
     pub quick: bool,
     /// Seed of the generator.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The shared corpora, for the real-data cases (full run only).
-    #[arg(long, env = "LEDGER_CORPORA", default_value = "../shared/corpora")]
     pub corpora: PathBuf,
     /// Token budget of the budgeted strategies, as a share of the document's tokens.
-    #[arg(long, default_value_t = 0.10)]
     pub budget_share: f64,
     /// Deterministic edits made and checked per category and generated document.
-    #[arg(long, default_value_t = 8)]
     pub edit_cases: usize,
     /// Cases per generated document edited by the model of `[llm]` (none without an endpoint).
-    #[arg(long, default_value_t = 12)]
     pub llm_edits: usize,
     /// Which tracks to run.
-    #[arg(long, value_enum, default_value_t = Tracks::All)]
     pub track: Tracks,
     /// The git bundles of the real-edit track.
-    #[arg(long, default_value = "datasets/edit-history")]
     pub edit_history: PathBuf,
-    /// Only the newest N commits of each history (default: all; 12 with --quick).
-    #[arg(long)]
+    /// Only the newest N commits of each history (default: all; 12 with `quick`).
     pub commits: Option<usize>,
-    /// Also score a grid of context rankings on the real-edit track's dev split (the defaults of
-    /// `[retrieve]` were chosen this way).
-    #[arg(long)]
+    /// Also score a grid of context rankings on the real-edit track's dev split.
     pub tune: bool,
 }
 
-/// What the pipeline needs to index a generated document.
-pub struct Pipeline<'a> {
-    /// Parsing settings.
-    pub index: &'a IndexConfig,
-    /// RELATED settings.
-    pub related: &'a RelatedConfig,
-    /// The document stage.
-    pub stage: &'a Stage,
-    /// Retrieval settings (weights, depth).
-    pub retrieve: &'a crate::config::RetrieveConfig,
-    /// Where parts go for a graph folder.
-    pub store: &'a crate::config::StoreConfig,
-    /// The whole configuration (the LLM edits use `[llm]` and `[embed]`).
-    pub config: &'a crate::config::Config,
+/// What an evaluation came to.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// The report, as written to `report.md`.
+    pub markdown: String,
+    /// `OUT/report.md`.
+    pub report: PathBuf,
+    /// The invariants that broke (empty when all held).
+    pub broken: Vec<String>,
 }
 
 /// The generated documents of a run: (size in tokens, LaTeX documents, Markdown documents).
@@ -160,17 +154,11 @@ struct EditRow {
     broken_refused: usize,
 }
 
-/// Runs the evaluation and writes the report; with `quick`, fails when an invariant breaks.
-pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("bench-report"));
+/// Runs the evaluation and writes the report (Markdown and JSON, plots) into `args.out`; the
+/// invariants that broke are in the result.
+pub fn run(args: &Options, pipeline: &Pipeline, progress: &dyn Progress) -> Result<Evaluation> {
+    let out = args.out.clone();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len}, {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
     let mut markdown = String::from("# LEDGER evaluation\n\n");
     let mut json = serde_json::Map::new();
     let mut broken = Vec::new();
@@ -186,7 +174,7 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
             &strategies,
             pipeline,
             limits,
-            &bar,
+            progress,
         )?;
         markdown.push_str(&track.markdown(&strategies));
         markdown.push('\n');
@@ -202,43 +190,38 @@ pub fn run(args: &EvalArgs, pipeline: &Pipeline) -> Result<()> {
         json.insert("real_edits".into(), serde_json::to_value(&track)?);
     }
     if args.track != Tracks::Real {
-        let report = generated(args, pipeline, &out, &bar)?;
+        let report = generated(args, pipeline, &out, progress)?;
         report.plots(&out)?;
         markdown.push_str(&report.markdown());
         broken.extend(report.invariants());
         json.insert("generated".into(), serde_json::to_value(&report)?);
     }
-    bar.finish_and_clear();
+    progress.finish();
     std::fs::write(out.join("report.md"), &markdown)?;
     std::fs::write(
         out.join("report.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
-    print!("{markdown}");
-    eprintln!("report written to {}", out.join("report.md").display());
-    if !broken.is_empty() {
-        for b in &broken {
-            eprintln!("invariant broken: {b}");
-        }
-        bail!("{} invariants broken", broken.len());
-    }
-    Ok(())
+    Ok(Evaluation {
+        markdown,
+        report: out.join("report.md"),
+        broken,
+    })
 }
 
 /// The generated track: documents written, indexed and scored, and the real documents' explicit
 /// cases (full run only).
 fn generated(
-    args: &EvalArgs,
+    args: &Options,
     pipeline: &Pipeline,
     out: &Path,
-    bar: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Report> {
     let started = Instant::now();
     let strategies = strategy::all(pipeline.retrieve.ranking());
     let plan = plan(args.quick);
     let total: usize = plan.iter().map(|(_, l, m)| l + m).sum();
-    bar.set_length(total as u64);
-    bar.set_position(0);
+    progress.start("generated documents", total as u64);
     let mut results = Vec::new();
     let mut seed = args.seed;
     for &(tokens, latex, markdown) in &plan {
@@ -249,7 +232,7 @@ fn generated(
                 (Format::Markdown, "md-")
             };
             let name = format!("gen-{}k-{tag}{}", tokens / 1000, k + 1);
-            bar.set_message(name.clone());
+            progress.note(&name);
             let generated = generate(
                 &name,
                 Spec {
@@ -267,17 +250,17 @@ fn generated(
                 pipeline,
                 args,
             )?);
-            bar.inc(1);
+            progress.advance(&name);
         }
     }
     if !args.quick {
         for (name, main) in REAL {
             let path = args.corpora.join(main);
             if !path.is_file() {
-                eprintln!("real-data cases: {} not found, skipped", path.display());
+                tracing::warn!("real-data cases: {} not found, skipped", path.display());
                 continue;
             }
-            bar.set_message(format!("real: {name}"));
+            progress.note(&format!("real: {name}"));
             results.push(evaluate_real(
                 out,
                 name,
@@ -320,21 +303,19 @@ impl Indexed {
     ) -> Result<Indexed> {
         let parts = pipeline.store.parts(graph_dir)?;
         let paths = [input.to_path_buf()];
-        let job = crate::index::IndexJob {
+        let job = ledger_pipeline::IndexJob {
             paths: &paths,
             out: graph_dir,
             parts: &parts,
             index: pipeline.index,
             related: pipeline.related,
+            command: "ledger eval",
         };
-        crate::index::index(&job, pipeline.stage)?;
-        let graph = crate::retrieval::load(graph_dir)?;
+        let report = ledger_pipeline::index::index(&job, pipeline.stage, &ledger_pipeline::Quiet)?;
+        let graph = ledger_pipeline::retrieval::load(graph_dir)?;
         let edges = ledger_store::read_edges(graph_dir)?;
         let semantic = ledger_store::read_embeddings(graph_dir)?;
-        let mut config = pipeline.index.clone();
-        config.count_tokens = false;
-        config.progress = false;
-        let doc = crate::index::load(&paths, &config)?
+        let doc = report
             .docs
             .into_iter()
             .next()
@@ -424,7 +405,7 @@ fn evaluate(
     size: usize,
     strategies: &[Strategy],
     pipeline: &Pipeline,
-    args: &EvalArgs,
+    args: &Options,
 ) -> Result<DocResult> {
     let dir = out.join("documents").join(&g.name);
     std::fs::create_dir_all(&dir)?;
@@ -512,7 +493,7 @@ fn evaluate(
         .iter()
         .filter(|(a, b)| g.units[*a].topic == g.units[*b].topic)
         .count();
-    let edits = edits::evaluate(&dir, g, pipeline, args.edit_cases)
+    let edits = edits::evaluate(&dir, g, args.edit_cases)
         .with_context(|| format!("deterministic edits of {}", g.name))?;
     let llm = if pipeline.config.llm.url.is_empty() {
         Vec::new()
@@ -639,7 +620,7 @@ fn evaluate_real(
         .filter(|(d, _)| d == &doc.id)
         .map(|(_, j)| j)
         .collect();
-    let uses = ledger_bench::uses::score(&judged)
+    let uses = crate::uses::score(&judged)
         .remove("all")
         .unwrap_or_default();
     let detection = [Detection::of(&predicted, &gold), uses, Detection::default()];
@@ -1207,32 +1188,33 @@ fn plot(
 ) -> Result<()> {
     use plotters::prelude::*;
     let root = SVGBackend::new(path, (820, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    root.fill(&WHITE)
+        .map_err(|e| EvalError::Invalid(e.to_string()))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(55)
         .build_cartesian_2d(x_range.log_scale(), 0.0f64..1.05f64)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| EvalError::Invalid(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
         .draw()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| EvalError::Invalid(e.to_string()))?;
     for (k, (name, points)) in lines.iter().enumerate() {
         let color = Palette99::pick(k).to_rgba();
         chart
             .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .map_err(|e| EvalError::Invalid(e.to_string()))?
             .label(name.as_str())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
         chart
             .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(|e| EvalError::Invalid(e.to_string()))?;
     }
     chart
         .configure_series_labels()
@@ -1240,7 +1222,8 @@ fn plot(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| EvalError::Invalid(e.to_string()))?;
+    root.present()
+        .map_err(|e| EvalError::Invalid(e.to_string()))?;
     Ok(())
 }

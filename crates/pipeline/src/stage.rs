@@ -10,9 +10,9 @@
 //! A part whose key already exists is reused as it is (an unchanged document costs nothing); a
 //! changed document's previous part is its cache (LLM judgments, summaries, vectors).
 
-use crate::config::{DependsConfig, EmbedConfig, IndexConfig, LlmConfig, RelatedConfig};
+use crate::config::{DependsConfig, EmbedConfig, IndexConfig, JudgeKind, LlmConfig, RelatedConfig};
 use crate::semantic::{Models, Stats};
-use anyhow::{Context, Result, bail};
+use crate::{Error, Result};
 use ledger_core::{Document, JudgmentOutcome, Semantic};
 use ledger_llm::depends::{Cache, Judge, LlmJudge, OfflineJudge, Report};
 use ledger_store::PartStore;
@@ -77,9 +77,9 @@ impl Part {
 
     /// Reads part `key` from `store`.
     pub fn read(store: &PartStore, key: &str) -> Result<Part> {
-        let (doc, semantic) = store
-            .read(key)
-            .with_context(|| format!("reading part {key} from {}", store.url()))?;
+        let (doc, semantic) = store.read(key).map_err(crate::store(|| {
+            format!("reading part {key} from {}", store.url())
+        }))?;
         Ok(Part { doc, semantic })
     }
 
@@ -87,7 +87,9 @@ impl Part {
     pub fn write(&self, store: &PartStore, key: &str) -> Result<()> {
         store
             .write(key, &self.doc, &self.semantic)
-            .with_context(|| format!("writing part {key} to {}", store.url()))
+            .map_err(crate::store(|| {
+                format!("writing part {key} to {}", store.url())
+            }))
     }
 }
 
@@ -153,14 +155,15 @@ impl Stage {
     pub fn new(settings: Settings) -> Result<Stage> {
         let chat = crate::semantic::chat_client(&settings.llm)?;
         let judge: Option<Box<dyn Judge>> = if settings.depends.enabled {
-            Some(match (settings.depends.judge.as_str(), chat.as_ref()) {
-                ("offline", _) | ("auto", None) => Box::new(OfflineJudge),
-                ("llm" | "auto", Some(client)) => Box::new(LlmJudge::new(client.clone())),
-                ("llm", None) => bail!(
-                    "depends.judge = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)"
-                ),
-                (other, _) => {
-                    bail!("depends.judge = {other:?}: expected \"auto\", \"offline\" or \"llm\"")
+            Some(match (settings.depends.judge, chat.as_ref()) {
+                (JudgeKind::Offline, _) | (JudgeKind::Auto, None) => Box::new(OfflineJudge),
+                (JudgeKind::Llm | JudgeKind::Auto, Some(client)) => {
+                    Box::new(LlmJudge::new(client.clone()))
+                }
+                (JudgeKind::Llm, None) => {
+                    return Err(Error::Invalid(
+                        "depends.judge = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)".into(),
+                    ));
                 }
             })
         } else {
@@ -268,7 +271,9 @@ impl Stage {
             }
             None => Semantic::default(),
         };
-        let doc = docs.pop().context("one document in, one out")?;
+        let doc = docs
+            .pop()
+            .ok_or_else(|| Error::Invalid("the stage lost its document".into()))?;
         Ok((Part { doc, semantic }, report))
     }
 }

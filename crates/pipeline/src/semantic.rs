@@ -1,7 +1,10 @@
-//! The semantic layer of `ledger index`: summaries → embeddings → RELATED edges.
+//! The semantic layer of the document and corpus stages: summaries → embeddings → RELATED
+//! edges; and `ledger similar`.
 
-use crate::config::{EmbedConfig, LlmConfig, RelatedConfig};
-use anyhow::{Result, bail};
+use crate::config::{
+    EmbedConfig, EmbedderKind, LlmConfig, RelatedConfig, RelatedScope, SummarizerKind,
+};
+use crate::{Error, Result};
 use ledger_core::{Document, Edge, EdgeKind, Semantic, UnitEmbedding, UnitKind, content_hash};
 use ledger_embed::summary::{SummaryInput, input_hash, summarize};
 use ledger_embed::{
@@ -44,7 +47,9 @@ fn endpoint(
     limits: (usize, u64, u32),
 ) -> Result<Endpoint> {
     if url.is_empty() || model.is_empty() {
-        bail!("{section}.url and {section}.model must be set (an OpenAI-compatible endpoint)");
+        return Err(Error::Invalid(format!(
+            "{section}.url and {section}.model must be set (an OpenAI-compatible endpoint)"
+        )));
     }
     let mut e = Endpoint::new(url, model);
     e.api_key = (!api_key_env.is_empty())
@@ -70,32 +75,52 @@ pub fn chat_client(llm: &LlmConfig) -> Result<Option<Client>> {
     Ok(Some(Client::new(e)?))
 }
 
+/// The embedder that made vectors stored under `model` (a graph's `embeddings.model`).
+pub fn embedder_kind_of(model: &str) -> EmbedderKind {
+    if model == ledger_embed::minilm::MODEL_NAME {
+        EmbedderKind::Minilm
+    } else if model.starts_with("openai:") {
+        EmbedderKind::Openai
+    } else {
+        EmbedderKind::Hash
+    }
+}
+
+/// The summarizer that wrote summaries stored under `name` (a graph's `embeddings.summarizer`).
+pub fn summarizer_kind_of(name: &str) -> SummarizerKind {
+    if name.starts_with("llm") {
+        SummarizerKind::Llm
+    } else {
+        SummarizerKind::Extractive
+    }
+}
+
 /// The summarizer and embedder the configuration names; `chat` is the `[llm]` endpoint.
 pub fn models(config: &EmbedConfig, chat: Option<&Client>) -> Result<Models> {
-    let summarizer: Box<dyn Summarizer> = match config.summarizer.as_str() {
-        "extractive" => Box::new(Extractive),
-        "llm" => match chat {
-            Some(client) => Box::new(LlmSummarizer::new(client.clone())),
-            None => bail!(
-                "embed.summarizer = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)"
-            ),
-        },
-        other => bail!("embed.summarizer = {other:?}: expected \"extractive\" or \"llm\""),
+    let summarizer: Box<dyn Summarizer> = match (config.summarizer, chat) {
+        (SummarizerKind::Extractive, _) => Box::new(Extractive),
+        (SummarizerKind::Llm, Some(client)) => Box::new(LlmSummarizer::new(client.clone())),
+        (SummarizerKind::Llm, None) => {
+            return Err(Error::Invalid(
+                "embed.summarizer = \"llm\" needs a chat endpoint: set llm.url and llm.model (or LEDGER_LLM_URL and LEDGER_LLM_MODEL)".into(),
+            ));
+        }
     };
     let dir = minilm_dir(config);
-    let embedder: Box<dyn Embedder> = match config.embedder.as_str() {
-        "hash" => Box::new(HashingEmbedder),
-        "auto" if !ledger_embed::minilm::is_installed(&dir) => Box::new(HashingEmbedder),
-        "auto" | "minilm" => {
-            if !ledger_embed::minilm::is_installed(&dir) {
-                bail!(
+    let installed = ledger_embed::minilm::is_installed(&dir);
+    let embedder: Box<dyn Embedder> = match config.embedder {
+        EmbedderKind::Hash => Box::new(HashingEmbedder),
+        EmbedderKind::Auto if !installed => Box::new(HashingEmbedder),
+        EmbedderKind::Auto | EmbedderKind::Minilm => {
+            if !installed {
+                return Err(Error::Invalid(format!(
                     "embed.embedder = \"minilm\" but {} lacks its weights; run `ledger models install minilm`",
                     dir.display()
-                );
+                )));
             }
             Box::new(MiniLm::load(&dir)?)
         }
-        "openai" => {
+        EmbedderKind::Openai => {
             let e = endpoint(
                 "embed",
                 &config.url,
@@ -104,11 +129,6 @@ pub fn models(config: &EmbedConfig, chat: Option<&Client>) -> Result<Models> {
                 (config.concurrency, config.timeout_secs, config.max_retries),
             )?;
             Box::new(OpenAiEmbedder::new(Client::new(e)?, config.batch)?)
-        }
-        other => {
-            bail!(
-                "embed.embedder = {other:?}: expected \"auto\", \"hash\", \"minilm\" or \"openai\""
-            )
         }
     };
     Ok(Models {
@@ -278,12 +298,12 @@ pub fn embed(
     let texts: Vec<&str> = missing.iter().map(|&k| items[k].2.as_str()).collect();
     let computed = embedder.embed(&texts)?;
     if computed.len() != texts.len() {
-        bail!(
+        return Err(Error::Invalid(format!(
             "embedder {} returned {} vectors for {} texts",
             embedder.model(),
             computed.len(),
             texts.len()
-        );
+        )));
     }
     for (&k, v) in missing.iter().zip(computed) {
         vectors[k] = Some(v);
@@ -325,11 +345,7 @@ pub fn related(
     semantic: &Semantic,
     config: &RelatedConfig,
 ) -> Result<Vec<Edge>> {
-    let corpus_scope = match config.scope.as_str() {
-        "document" => false,
-        "corpus" => true,
-        other => bail!("related.scope = {other:?}: expected \"document\" or \"corpus\""),
-    };
+    let corpus_scope = config.scope == RelatedScope::Corpus;
     let doc_index: HashMap<&str, usize> = docs
         .iter()
         .enumerate()
@@ -432,17 +448,21 @@ pub fn similar(
         .collect();
     let target = match matches.as_slice() {
         [one] => *one,
-        [] => bail!(
-            "no embedded unit `{unit}`{} (bibliography entries and empty units are not embedded)",
-            doc.map(|d| format!(" in {d}")).unwrap_or_default()
-        ),
-        many => bail!(
-            "`{unit}` is in several documents ({}); choose one with --doc",
-            many.iter()
-                .map(|e| e.doc_id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        [] => {
+            return Err(Error::Invalid(format!(
+                "no embedded unit `{unit}`{} (bibliography entries and empty units are not embedded)",
+                doc.map(|d| format!(" in {d}")).unwrap_or_default()
+            )));
+        }
+        many => {
+            return Err(Error::Invalid(format!(
+                "`{unit}` is in several documents ({}); choose one with --doc",
+                many.iter()
+                    .map(|e| e.doc_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
     };
     let mut scored: Vec<(String, String, f32, String)> = semantic
         .embeddings

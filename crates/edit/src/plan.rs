@@ -1,0 +1,414 @@
+//! Verify before write: an edit is planned in memory ([`plan_relabel`], [`plan_rename_term`],
+//! [`plan_structural`], or any staged replacements through [`check`]), its result parsed from a
+//! shadow copy of the inputs ([`Shadow`]) and verified against the sources it was made from;
+//! only then may [`write_checked`] commit it. This module is the one place that decides whether
+//! an edit is written.
+
+use crate::{EditError, Finding, FindingKind, Op, Replacement, Result, io};
+use ledger_core::{Document, Severity};
+use ledger_parse::regions::RegionKind;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Parses the documents under `paths` (no token counts), references across documents
+/// resolved. A bad input itself (a missing path, an unknown file type) is an error: an edit must
+/// not run on less than it was asked to.
+pub fn parse_inputs(paths: &[PathBuf]) -> Result<Vec<Document>> {
+    let (sources, diagnostics) = ledger_parse::discover(paths);
+    let bad: Vec<String> = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(ToString::to_string)
+        .collect();
+    if !bad.is_empty() {
+        return Err(EditError::Invalid(format!(
+            "bad input, nothing written:\n{}",
+            bad.join("\n")
+        )));
+    }
+    let mut docs: Vec<Document> = sources
+        .par_iter()
+        .map(|s| ledger_parse::parse(s, None))
+        .collect();
+    ledger_parse::resolve_corpus(&mut docs);
+    Ok(docs)
+}
+
+/// Where the undo records of edits under `paths` live: `.ledger-undo/` in the first input's
+/// folder.
+pub fn undo_root(paths: &[PathBuf]) -> Result<PathBuf> {
+    let first = paths
+        .first()
+        .ok_or_else(|| EditError::Invalid("no input".into()))?;
+    let dir = if first.is_dir() {
+        first.clone()
+    } else {
+        first.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    Ok(dir.join(".ledger-undo"))
+}
+
+/// The documents under the inputs as parsed now, with the text of every file.
+pub struct Sources {
+    /// The inputs, as named.
+    pub paths: Vec<PathBuf>,
+    /// The documents, cross-document references resolved.
+    pub docs: Vec<Document>,
+    /// Every file of every document, as read.
+    pub texts: BTreeMap<PathBuf, String>,
+}
+
+impl Sources {
+    /// Parses `paths` and reads their files.
+    pub fn read(paths: &[PathBuf]) -> Result<Sources> {
+        let docs = parse_inputs(paths)?;
+        let mut texts = BTreeMap::new();
+        for f in docs.iter().flat_map(|d| &d.files) {
+            let path = PathBuf::from(f);
+            let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+            texts.insert(path, text);
+        }
+        Ok(Sources {
+            paths: paths.to_vec(),
+            docs,
+            texts,
+        })
+    }
+}
+
+/// The documents parsed from the inputs with edited texts in place of the files they name, from
+/// a copy in a temporary folder (the originals are not touched); the copy lives as long as this.
+pub struct Shadow {
+    _dir: tempfile::TempDir,
+    /// The documents of the copy (same ids, same file order; paths in the copy).
+    pub docs: Vec<Document>,
+}
+
+impl Shadow {
+    /// Copies the inputs, writes `edited` over the copies and parses them.
+    pub fn parse(paths: &[PathBuf], edited: &BTreeMap<PathBuf, String>) -> Result<Shadow> {
+        let dir = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
+        let mut shadow_inputs = Vec::new();
+        let mut roots = Vec::new();
+        for (k, p) in paths.iter().enumerate() {
+            let real = std::fs::canonicalize(p).map_err(io(p))?;
+            let root = if real.is_dir() {
+                real.clone()
+            } else {
+                real.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            let name = root
+                .file_name()
+                .map(|n| n.to_os_string())
+                .unwrap_or_default();
+            let copy = dir.path().join(k.to_string()).join(&name);
+            copy_dir(&root, &copy)?;
+            shadow_inputs.push(copy.join(real.strip_prefix(&root).unwrap_or(Path::new(""))));
+            roots.push((root, copy));
+        }
+        for (path, text) in edited {
+            let real = std::fs::canonicalize(path).map_err(io(path))?;
+            let Some((root, copy)) = roots.iter().find(|(r, _)| real.starts_with(r)) else {
+                return Err(EditError::Invalid(format!(
+                    "{} is outside the inputs",
+                    path.display()
+                )));
+            };
+            let target = copy.join(real.strip_prefix(root).unwrap_or(&real));
+            std::fs::write(&target, text).map_err(io(&target))?;
+        }
+        let docs = parse_inputs(&shadow_inputs)?;
+        Ok(Shadow { _dir: dir, docs })
+    }
+
+    /// Verifies the edit that produced this copy against the sources it was made from.
+    pub fn verify(&self, sources: &Sources, stages: &[Vec<Replacement>]) -> Vec<Finding> {
+        let read = |d: &Document, file: usize| {
+            d.files
+                .get(file)
+                .and_then(|f| std::fs::read_to_string(f).ok())
+        };
+        crate::verify(&sources.docs, &sources.texts, &self.docs, &read, stages)
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))?.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name == ".ledger-undo" || name == ".git" {
+            continue;
+        }
+        let target = to.join(&name);
+        if p.is_dir() {
+            copy_dir(&p, &target)?;
+        } else {
+            std::fs::copy(&p, &target).map_err(io(&p))?;
+        }
+    }
+    Ok(())
+}
+
+/// `texts` with `edits` applied, every file included.
+fn overlay(
+    texts: &BTreeMap<PathBuf, String>,
+    edits: &[Replacement],
+) -> Result<BTreeMap<PathBuf, String>> {
+    let mut out = texts.clone();
+    out.extend(crate::apply(texts, edits)?);
+    Ok(out)
+}
+
+/// An edit applied in memory and verified on a shadow copy.
+pub struct Checked {
+    /// The files it changes, with their new texts.
+    pub edited: BTreeMap<PathBuf, String>,
+    /// What verification found.
+    pub findings: Vec<Finding>,
+    /// The replacements, in stages (each relative to the texts the previous one produced).
+    pub stages: Vec<Vec<Replacement>>,
+}
+
+impl Checked {
+    /// The findings that stop the edit: those of a kind not in `allowed`.
+    pub fn blocking<'a>(&'a self, allowed: &'a [FindingKind]) -> impl Iterator<Item = &'a Finding> {
+        self.findings
+            .iter()
+            .filter(move |f| !allowed.contains(&f.kind))
+    }
+
+    /// The unified diff of every file it changes, against `sources`.
+    pub fn diff(&self, sources: &Sources) -> String {
+        self.edited
+            .iter()
+            .map(|(path, text)| crate::diff(path, &sources.texts[path], text))
+            .collect()
+    }
+}
+
+/// Applies the edit `stages` (each relative to the texts the previous one produced) in memory
+/// and verifies the result on a shadow copy, adding the `extra` findings.
+pub fn check(
+    sources: &Sources,
+    stages: &[Vec<Replacement>],
+    extra: impl FnOnce(&BTreeMap<PathBuf, String>, &Shadow) -> Vec<Finding>,
+) -> Result<Checked> {
+    let mut now = sources.texts.clone();
+    for stage in stages {
+        now = overlay(&now, stage)?;
+    }
+    let edited: BTreeMap<PathBuf, String> = now
+        .into_iter()
+        .filter(|(p, t)| sources.texts.get(p) != Some(t))
+        .collect();
+    let shadow = Shadow::parse(&sources.paths, &edited)?;
+    let mut findings = shadow.verify(sources, stages);
+    findings.extend(extra(&edited, &shadow));
+    Ok(Checked {
+        edited,
+        findings,
+        stages: stages.to_vec(),
+    })
+}
+
+/// What became of a checked edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// Refused: this many findings of a kind not allowed; nothing was written.
+    Refused(usize),
+    /// Verified; a dry run wrote nothing.
+    DryRun,
+    /// Verified, and there was nothing to change.
+    Unchanged,
+    /// Verified and written; the undo record's folder.
+    Committed(PathBuf),
+}
+
+impl Written {
+    /// Whether the edit was refused by verification.
+    pub fn refused(&self) -> bool {
+        matches!(self, Written::Refused(_))
+    }
+}
+
+/// Unless `dry_run` or a finding of a kind not in `allowed`, commits a checked edit atomically
+/// with an undo record (see [`crate::commit`]).
+pub fn write_checked(
+    sources: &Sources,
+    checked: Checked,
+    dry_run: bool,
+    allowed: &[FindingKind],
+) -> Result<Written> {
+    let blocking = checked.blocking(allowed).count();
+    if blocking > 0 {
+        return Ok(Written::Refused(blocking));
+    }
+    if dry_run {
+        return Ok(Written::DryRun);
+    }
+    if checked.edited.is_empty() {
+        return Ok(Written::Unchanged);
+    }
+    let changes = checked
+        .edited
+        .into_iter()
+        .map(|(p, new)| {
+            let old = sources.texts[&p].clone();
+            (p, (old, new))
+        })
+        .collect();
+    let record = crate::commit(&changes, &undo_root(&sources.paths)?)?;
+    Ok(Written::Committed(record))
+}
+
+/// The relabel edit applied in memory and verified, with its number of replacements.
+pub fn plan_relabel(sources: &Sources, old: &str, new: &str) -> Result<(Checked, usize)> {
+    let edits = crate::relabel(&sources.docs, &sources.texts, old, new)?;
+    let n = edits.len();
+    Ok((check(sources, &[edits], |_, _| Vec::new())?, n))
+}
+
+/// The links to Markdown headings whose generated anchors an edit changes, pointed at the new
+/// anchors: units are compared position by position (the edit must not add or remove units).
+fn moved_anchors(sources: &Sources, after: &[Document]) -> Result<Vec<Replacement>> {
+    let mut out = Vec::new();
+    for d in &sources.docs {
+        let Some(a) = after.iter().find(|a| a.id == d.id) else {
+            continue;
+        };
+        if d.format == Some(ledger_core::Format::Latex) || a.units.len() != d.units.len() {
+            continue;
+        }
+        for (i, (u, v)) in d.units.iter().zip(&a.units).enumerate() {
+            for ((old, _), (new, _)) in u.labels.iter().zip(&v.labels) {
+                let (Some((of, oa)), Some((nf, na))) = (old.rsplit_once('#'), new.rsplit_once('#'))
+                else {
+                    continue;
+                };
+                if of == nf && oa != na {
+                    out.extend(crate::anchor_links(
+                        &sources.docs,
+                        &sources.texts,
+                        &d.id,
+                        i,
+                        oa,
+                        na,
+                    )?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A term rename applied in memory and verified.
+pub struct RenamePlan {
+    /// The edit and its findings.
+    pub checked: Checked,
+    /// Occurrences renamed.
+    pub occurrences: usize,
+    /// Links to renamed headings rewritten.
+    pub links: usize,
+    /// Occurrences left alone, with why.
+    pub left: Vec<crate::Left>,
+}
+
+/// The rename with the links to renamed headings, applied in memory and verified; consistency:
+/// no occurrence the rename should have reached may remain.
+pub fn plan_rename_term(
+    sources: &Sources,
+    old: &str,
+    new: &str,
+    include: &[RegionKind],
+) -> Result<RenamePlan> {
+    let found = crate::rename_term(&sources.docs, &sources.texts, old, new, include)?;
+    let mut edits = found.replacements.clone();
+    // Headings that change get new slugs: their links follow.
+    let first = crate::apply(&sources.texts, &edits)?;
+    let links = moved_anchors(sources, &Shadow::parse(&sources.paths, &first)?.docs)?;
+    edits.extend(links.iter().cloned());
+    edits.sort();
+    edits.dedup();
+    let words = |t: &str| {
+        format!(
+            " {} ",
+            t.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        )
+    };
+    let new_contains_old = words(new).contains(&words(old));
+    let docs = &sources.docs;
+    let checked = check(sources, &[edits], |edited, _| {
+        if new_contains_old {
+            return Vec::new();
+        }
+        let mut texts = sources.texts.clone();
+        texts.extend(edited.iter().map(|(p, t)| (p.clone(), t.clone())));
+        match crate::rename_term(docs, &texts, old, new, include) {
+            Ok(again) => again
+                .replacements
+                .iter()
+                .map(|r| Finding {
+                    kind: FindingKind::Consistency,
+                    location: r.path.display().to_string(),
+                    message: format!("`{old}` is still there at byte {}", r.start),
+                })
+                .collect(),
+            Err(e) => vec![Finding {
+                kind: FindingKind::Consistency,
+                location: String::new(),
+                message: e.to_string(),
+            }],
+        }
+    })?;
+    Ok(RenamePlan {
+        checked,
+        occurrences: found.replacements.len(),
+        links: links.len(),
+        left: found.left,
+    })
+}
+
+/// A structural edit applied in memory and verified.
+pub struct StructuralPlan {
+    /// The edit (stages: the cut and paste, then the prose numbers rewritten) and its findings.
+    pub checked: Checked,
+    /// Prose numbers rewritten.
+    pub renumbered: usize,
+}
+
+/// The structural edit `op`, then every prose number that shifted rewritten, applied in memory
+/// and verified.
+pub fn plan_structural(sources: &Sources, op: &Op) -> Result<StructuralPlan> {
+    let stage1 = crate::structural(&sources.docs, &sources.texts, op)?;
+    let texts1 = overlay(&sources.texts, &stage1)?;
+    let changed1: BTreeMap<PathBuf, String> = texts1
+        .iter()
+        .filter(|(p, t)| sources.texts.get(*p) != Some(*t))
+        .map(|(p, t)| (p.clone(), t.clone()))
+        .collect();
+    let after1 = Shadow::parse(&sources.paths, &changed1)?;
+    let stage2 = crate::renumber(&sources.docs, &stage1, &after1.docs, &texts1)?;
+    let renumbered = stage2.len();
+    let checked = check(sources, &[stage1, stage2], |_, _| Vec::new())?;
+    Ok(StructuralPlan {
+        checked,
+        renumbered,
+    })
+}
+
+/// Reverts the last edit made under `path` (from its undo record); returns the files restored.
+pub fn undo_last(path: &Path) -> Result<Vec<PathBuf>> {
+    let root = undo_root(&[path.to_path_buf()])?;
+    let Some(record) = crate::last_record(&root) else {
+        return Err(EditError::Invalid(format!(
+            "no edit to undo under {}",
+            root.display()
+        )));
+    };
+    crate::undo(&record)
+}

@@ -1,0 +1,20 @@
+//! What the harness runs the ordinary pipeline with.
+
+use ledger_pipeline::Stage;
+use ledger_pipeline::config::{Config, IndexConfig, RelatedConfig, RetrieveConfig, StoreConfig};
+
+/// The pipeline as configured: what the harness indexes, retrieves and edits with.
+pub struct Pipeline<'a> {
+    /// Parsing settings.
+    pub index: &'a IndexConfig,
+    /// RELATED settings.
+    pub related: &'a RelatedConfig,
+    /// The document stage.
+    pub stage: &'a Stage,
+    /// Retrieval settings (weights, depth).
+    pub retrieve: &'a RetrieveConfig,
+    /// Where parts go for a graph folder.
+    pub store: &'a StoreConfig,
+    /// The whole configuration (the LLM edits use `[llm]` and `[embed]`).
+    pub config: &'a Config,
+}

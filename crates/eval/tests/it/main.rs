@@ -1,0 +1,3 @@
+//! `ledger-eval`'s tests: its measures against gold that people made.
+
+mod uses;

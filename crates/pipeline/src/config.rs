@@ -1,0 +1,376 @@
+//! The configuration's types: every section of `configs/default.toml`, with closed choices as
+//! enums, so that a misspelt judge or scope is refused when the configuration is read, before any
+//! work starts. Reading the layers (file, environment, flags) is the binary's business.
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The built-in defaults, the same text as `configs/default.toml`.
+pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
+
+/// Declares a closed choice of the configuration: serde and `FromStr` by its lower-case names,
+/// `Display` printing the same name.
+macro_rules! choice {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every name this choice accepts.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            /// Its name in the configuration.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!("{other:?}: expected {}", one_of(Self::NAMES))),
+                }
+            }
+        }
+    };
+}
+
+/// "a, b or c".
+fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => format!("\"{one}\""),
+        [init @ .., last] => format!(
+            "{} or \"{last}\"",
+            init.iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+choice! {
+    /// The DEPENDS judge (`depends.judge`).
+    JudgeKind {
+        /// `llm` when `[llm]` names an endpoint, else `offline`.
+        Auto = "auto",
+        /// Definitions, notation and results matched in the text; no model.
+        Offline = "offline",
+        /// The `[llm]` chat endpoint, one request per unit.
+        Llm = "llm",
+    }
+}
+
+choice! {
+    /// The embedder of summaries (`embed.embedder`).
+    EmbedderKind {
+        /// MiniLM when its weights are installed, else `hash`.
+        Auto = "auto",
+        /// The offline hashing embedder.
+        Hash = "hash",
+        /// all-MiniLM-L6-v2 in-process.
+        Minilm = "minilm",
+        /// The `[embed]` OpenAI-compatible endpoint.
+        Openai = "openai",
+    }
+}
+
+choice! {
+    /// The summarizer of units (`embed.summarizer`).
+    SummarizerKind {
+        /// Offline, extractive.
+        Extractive = "extractive",
+        /// The `[llm]` chat endpoint.
+        Llm = "llm",
+    }
+}
+
+choice! {
+    /// Where RELATED pairs are looked for (`related.scope`).
+    RelatedScope {
+        /// Inside each document.
+        Document = "document",
+        /// Across the corpus.
+        Corpus = "corpus",
+    }
+}
+
+choice! {
+    /// Output format of `ledger sql` (`sql.format`).
+    SqlFormat {
+        /// An aligned table.
+        Table = "table",
+        /// CSV with a header.
+        Csv = "csv",
+        /// A JSON array of objects.
+        Json = "json",
+    }
+}
+
+/// All settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `ledger index`.
+    pub index: IndexConfig,
+    /// `ledger verify`.
+    pub verify: VerifyConfig,
+    /// `ledger sql`.
+    pub sql: SqlConfig,
+    /// DEPENDS edges.
+    pub depends: DependsConfig,
+    /// RELATED edges.
+    pub related: RelatedConfig,
+    /// Summaries and embeddings.
+    pub embed: EmbedConfig,
+    /// The chat endpoint.
+    pub llm: LlmConfig,
+    /// The distributed mode's broker.
+    pub queue: QueueConfig,
+    /// Where graphs keep their parts.
+    pub store: StoreConfig,
+    /// Retrieval for edits.
+    pub retrieve: RetrieveConfig,
+}
+
+/// Settings of retrieval (`ledger context`) and impact sets (`ledger impact`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveConfig {
+    /// Default token budget of a context.
+    pub budget: usize,
+    /// Weight of REFERENCES edges in the walk.
+    pub weight_references: f64,
+    /// Weight of DEPENDS edges.
+    pub weight_depends: f64,
+    /// Weight of CONTAINS edges.
+    pub weight_contains: f64,
+    /// Weight of RELATED edges.
+    pub weight_related: f64,
+    /// Weight of the link between a proof and the statement it proves.
+    pub weight_proof: f64,
+    /// Probability of the walk returning to the targets at each step.
+    pub restart: f64,
+    /// Share of the walk in a unit's score.
+    pub mix_graph: f64,
+    /// Share of BM25 against the instruction and the targets' text.
+    pub mix_lexical: f64,
+    /// Share of the embedding cosine with the instruction.
+    pub mix_dense: f64,
+    /// Share of nearness to the targets in document order.
+    pub mix_locality: f64,
+    /// Units in document order at which nearness has halved.
+    pub locality_span: f64,
+    /// Share of sharing a section with a target.
+    pub mix_section: f64,
+    /// Share of a direct REFERENCES or DEPENDS edge with a target.
+    pub mix_linked: f64,
+    /// Hops of `ledger impact`.
+    pub impact_depth: usize,
+    /// Targets taken by embedding similarity when an instruction names no unit.
+    pub similar_targets: usize,
+}
+
+impl RetrieveConfig {
+    /// The context ranking these settings describe.
+    pub fn ranking(&self) -> ledger_retrieve::Ranking {
+        ledger_retrieve::Ranking {
+            weights: ledger_retrieve::Weights {
+                references: self.weight_references,
+                depends: self.weight_depends,
+                contains: self.weight_contains,
+                related: self.weight_related,
+            },
+            proof: self.weight_proof,
+            restart: self.restart,
+            graph: self.mix_graph,
+            lexical: self.mix_lexical,
+            dense: self.mix_dense,
+            locality: self.mix_locality,
+            span: self.locality_span,
+            section: self.mix_section,
+            linked: self.mix_linked,
+        }
+    }
+}
+
+/// Settings of the store.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Where document parts live: "" = the graph's `parts/` folder, else a folder or an
+    /// `s3://bucket/prefix` URL.
+    pub parts: String,
+}
+
+impl StoreConfig {
+    /// The part store of the graph at `out`.
+    pub fn parts(&self, out: &Path) -> Result<ledger_store::PartStore> {
+        if self.parts.is_empty() {
+            Ok(ledger_store::PartStore::of_graph(out))
+        } else {
+            ledger_store::PartStore::open(&self.parts).map_err(|source| Error::Store {
+                context: "store.parts".into(),
+                source,
+            })
+        }
+    }
+}
+
+/// Settings of the distributed mode.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// RabbitMQ URL.
+    pub amqp: String,
+    /// The durable job queue (its dead-letter queue is `<jobs>.dead`).
+    pub jobs: String,
+    /// Unacknowledged jobs per worker.
+    pub prefetch: u16,
+    /// Attempts per document before the dead-letter queue.
+    pub max_attempts: u32,
+    /// RabbitMQ's acknowledgement timeout on the job queue, in seconds.
+    pub consumer_timeout_secs: u64,
+}
+
+/// Settings of DEPENDS edges.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DependsConfig {
+    /// Judge DEPENDS edges at all.
+    pub enabled: bool,
+    /// The DEPENDS judge.
+    pub judge: JudgeKind,
+    /// Preceding units per candidate window.
+    pub window: usize,
+}
+
+/// Settings of summaries and embedders.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedConfig {
+    /// The embedder of summaries.
+    pub embedder: EmbedderKind,
+    /// MiniLM weights folder; empty = the default location.
+    pub model_dir: String,
+    /// The summarizer.
+    pub summarizer: SummarizerKind,
+    /// Embeddings endpoint base URL.
+    pub url: String,
+    /// Embeddings model name.
+    pub model: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Texts per request.
+    pub batch: usize,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Seconds per attempt.
+    pub timeout_secs: u64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+}
+
+/// Settings of the chat endpoint.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL; empty = none.
+    pub url: String,
+    /// Model name.
+    pub model: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Seconds per attempt.
+    pub timeout_secs: u64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+}
+
+/// Settings of the semantic layer (RELATED edges).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelatedConfig {
+    /// Compute RELATED edges at all.
+    pub enabled: bool,
+    /// Cosine threshold.
+    pub theta: f64,
+    /// Pairs inside each document, or across the corpus.
+    pub scope: RelatedScope,
+    /// Neighbours asked per unit.
+    pub k: usize,
+}
+
+/// Settings of `ledger index`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Parser threads; 0 = one per core.
+    pub jobs: usize,
+    /// Count cl100k tokens per unit.
+    pub count_tokens: bool,
+    /// Show a progress bar on a terminal.
+    pub progress: bool,
+}
+
+/// Settings of `ledger verify`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyConfig {
+    /// Exit 1 on ambiguous references too.
+    pub fail_on_ambiguous: bool,
+    /// Print diagnostics as well as references.
+    pub show_diagnostics: bool,
+}
+
+/// Settings of `ledger sql`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlConfig {
+    /// Output format.
+    pub format: SqlFormat,
+}
+
+impl Config {
+    /// The built-in defaults.
+    pub fn defaults() -> Config {
+        toml::from_str(DEFAULT_TOML).expect("configs/default.toml matches Config (unit-tested)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse() {
+        assert_eq!(Config::defaults().sql.format, SqlFormat::Table);
+    }
+
+    #[test]
+    fn choices_are_checked_when_read() {
+        let text = DEFAULT_TOML.replace("scope = \"document\"", "scope = \"everything\"");
+        let err = toml::from_str::<Config>(&text).expect_err("unknown scope");
+        assert!(err.to_string().contains("everything"), "{err}");
+        assert_eq!("corpus".parse(), Ok(RelatedScope::Corpus));
+        assert_eq!(
+            "x".parse::<JudgeKind>(),
+            Err("\"x\": expected \"auto\", \"offline\" or \"llm\"".to_string())
+        );
+    }
+}

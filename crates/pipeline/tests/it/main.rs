@@ -1,0 +1,185 @@
+//! The pipeline in process: typed settings refused before work, the document and corpus stages
+//! through `index`, incremental reuse on a rerun and after a one-paragraph edit, the graph a
+//! rerun updates, and the edit plans the commands write.
+
+use ledger_pipeline::config::Config;
+use ledger_pipeline::index::{built_with, index};
+use ledger_pipeline::{
+    EmbedderKind, IndexJob, IndexReport, JudgeKind, Quiet, RelatedScope, Settings, Stage,
+};
+use std::path::{Path, PathBuf};
+
+/// A generated LaTeX document of about 5K tokens, bundled in `datasets/`.
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/generated/gen-5k-1/main.tex")
+}
+
+/// A copy of the sample in a fresh folder: (folder, its main file).
+fn copy_of_sample() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let main = dir.path().join("doc").join("main.tex");
+    std::fs::create_dir_all(main.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(sample(), &main).expect("copy");
+    (dir, main)
+}
+
+/// The defaults with the offline judge and the hashing embedder, no tokens counted.
+fn settings(config: &Config) -> Settings {
+    let mut s = Settings {
+        index: config.index.clone(),
+        depends: config.depends.clone(),
+        embed_enabled: true,
+        embed: config.embed.clone(),
+        llm: config.llm.clone(),
+    };
+    s.index.count_tokens = false;
+    s.depends.judge = JudgeKind::Offline;
+    s.embed.embedder = EmbedderKind::Hash;
+    s
+}
+
+fn run_index(stage: &Stage, config: &Config, input: &Path, graph: &Path) -> IndexReport {
+    let parts = config.store.parts(graph).expect("part store");
+    let paths = [input.to_path_buf()];
+    let job = IndexJob {
+        paths: &paths,
+        out: graph,
+        parts: &parts,
+        index: &stage.settings().index,
+        related: &config.related,
+        command: "test",
+    };
+    index(&job, stage, &Quiet).expect("index")
+}
+
+#[test]
+fn settings_that_cannot_work_are_refused_before_any_work() {
+    let config = Config::defaults();
+    let mut s = settings(&config);
+    s.depends.judge = JudgeKind::Llm;
+    let err = Stage::new(s).err().expect("no endpoint for the LLM judge");
+    assert!(err.to_string().contains("needs a chat endpoint"), "{err}");
+    let text = ledger_pipeline::config::DEFAULT_TOML
+        .replace("scope = \"document\"", "scope = \"everything\"");
+    assert!(toml::from_str::<Config>(&text).is_err());
+    assert_eq!("corpus".parse(), Ok(RelatedScope::Corpus));
+}
+
+#[test]
+fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
+    let config = Config::defaults();
+    let stage = Stage::new(settings(&config)).expect("stage");
+    let (dir, main) = copy_of_sample();
+    let graph = dir.path().join("graph");
+
+    let first = run_index(&stage, &config, &main, &graph);
+    assert_eq!(first.commit.version, 1);
+    assert_eq!(first.commit.summary.documents, 1);
+    assert_eq!(first.docs.len(), 1);
+    let units = first.docs[0].units.len();
+    assert!(units > 50, "{units} units");
+    let embedded = first.embeddings.0;
+    assert!(embedded > 0);
+    assert_eq!(first.stage.semantic.vectors_computed, embedded);
+    assert!(first.stage.depends.units > 0);
+    assert_eq!(first.stage.depends.reused, 0);
+    assert!(first.related.is_some() && first.judge.is_some());
+    // What the report prints is what `ledger index` prints.
+    let text = first.to_string();
+    assert!(text.starts_with("documents: 1 ("), "{text}");
+    assert!(
+        text.contains("graph: ") && text.contains("(version 1)"),
+        "{text}"
+    );
+
+    // Unchanged: the part is reused whole.
+    let again = run_index(&stage, &config, &main, &graph);
+    assert_eq!(again.commit.version, 2);
+    assert_eq!(again.stage.semantic.vectors_computed, 0);
+    assert_eq!(again.stage.semantic.vectors_reused, embedded);
+    assert_eq!(again.stage.depends.reused, again.stage.depends.units);
+    assert_eq!(again.related_edges, first.related_edges);
+
+    // One paragraph edited: only what it changed is summarised and embedded again.
+    let text = std::fs::read_to_string(&main).expect("read");
+    let start = text.find("\\begin{lemma}").expect("a lemma");
+    let edited = format!(
+        "{}\nA new remark on the bounds above, with no label.\n\n{}",
+        &text[..start],
+        &text[start..]
+    );
+    std::fs::write(&main, edited).expect("write");
+    let third = run_index(&stage, &config, &main, &graph);
+    let computed = third.stage.semantic.vectors_computed;
+    assert!(computed >= 1, "the new paragraph is embedded");
+    assert!(
+        computed < embedded / 4,
+        "{computed} of {embedded} vectors computed again"
+    );
+    // The offline judge reads the whole document, so it judges every unit again (cheaper than a
+    // lookup); an LLM judge's verdicts would be reused.
+    assert_eq!(third.stage.depends.reused, 0);
+
+    // The graph says what built it, so an update after an edit computes the same things.
+    let built = built_with(&graph).expect("built with");
+    assert_eq!(built.judge, Some(JudgeKind::Offline));
+    assert_eq!(built.embedder, Some(EmbedderKind::Hash));
+}
+
+#[test]
+fn an_edit_plan_writes_nothing_until_verified_and_committed() {
+    let (_dir, main) = copy_of_sample();
+    let inputs = [main.parent().expect("folder").to_path_buf()];
+    let before = std::fs::read_to_string(&main).expect("read");
+    let sources = ledger_edit::Sources::read(&inputs).expect("sources");
+    let (checked, replacements) =
+        ledger_edit::plan_relabel(&sources, "lem:1", "lem:first").expect("plan");
+    assert!(replacements >= 2, "the label and its references");
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
+    assert!(
+        checked
+            .diff(&sources)
+            .contains("+\\begin{lemma}\\label{lem:first}")
+    );
+    assert_eq!(std::fs::read_to_string(&main).expect("read"), before);
+
+    let dry = ledger_edit::write_checked(&sources, checked, true, &[]).expect("dry run");
+    assert_eq!(dry, ledger_edit::Written::DryRun);
+    assert_eq!(std::fs::read_to_string(&main).expect("read"), before);
+
+    let (checked, _) = ledger_edit::plan_relabel(&sources, "lem:1", "lem:first").expect("plan");
+    let written = ledger_edit::write_checked(&sources, checked, false, &[]).expect("write");
+    assert!(
+        matches!(written, ledger_edit::Written::Committed(_)),
+        "{written:?}"
+    );
+    let after = std::fs::read_to_string(&main).expect("read");
+    assert!(after.contains("\\label{lem:first}") && !after.contains("{lem:1}"));
+
+    let restored = ledger_edit::undo_last(&inputs[0]).expect("undo");
+    assert_eq!(restored.len(), 1);
+    assert_eq!(std::fs::read_to_string(&main).expect("read"), before);
+}
+
+#[test]
+fn a_refused_edit_is_reported_and_not_written() {
+    let (_dir, main) = copy_of_sample();
+    let inputs = [main.parent().expect("folder").to_path_buf()];
+    let before = std::fs::read_to_string(&main).expect("read");
+    let sources = ledger_edit::Sources::read(&inputs).expect("sources");
+    // Delete a referenced lemma: its references break, so verification refuses it.
+    let at = ledger_edit::find_unit(&sources.docs, None, "lem:1").expect("lemma");
+    let plan = ledger_edit::plan_structural(&sources, &ledger_edit::Op::Delete { unit: at })
+        .expect("plan");
+    assert!(
+        plan.checked
+            .findings
+            .iter()
+            .any(|f| f.kind == ledger_edit::FindingKind::DeletedTarget),
+        "{:?}",
+        plan.checked.findings
+    );
+    let written = ledger_edit::write_checked(&sources, plan.checked, false, &[]).expect("write");
+    assert!(written.refused());
+    assert_eq!(std::fs::read_to_string(&main).expect("read"), before);
+}
