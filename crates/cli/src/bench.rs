@@ -1,7 +1,8 @@
 //! `ledger bench`: speed, as ratios against a baseline measured in the same run.
 //! `parse`: parse + reference-extraction throughput (see `ledger_parse::throughput`);
 //! `distributed`: documents/s of the embedded mode and of 1, 2, 4 workers;
-//! `context`: the time of a context query on a graph, against the baselines'.
+//! `context`: the time of a context query on a graph, against the baselines';
+//! `pathological`: how the time of inputs that once took quadratic time grows with their size.
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
@@ -54,6 +55,15 @@ pub enum Which {
         #[arg(long, default_value_t = 4000)]
         budget: usize,
     },
+
+    /// Inputs that once took quadratic time (nested `enumerate`, unclosed `\ref{`, many
+    /// sections), each indexed in process at a tenth of its size and at its size: the ratio of
+    /// the two times is about 10 when the time is linear (100 if quadratic).
+    Pathological {
+        /// Scale of every case's size (1 = the sizes of the issue that fixed them).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
 }
 
 /// Runs a benchmark and prints its table.
@@ -79,6 +89,7 @@ pub fn run(which: Which, config: &Config) -> Result<()> {
             Ok(())
         }
         Which::Distributed { paths, workers } => distributed(&paths, &workers),
+        Which::Pathological { scale } => pathological(scale, config),
     }
 }
 
@@ -276,6 +287,54 @@ fn context(
         println!(
             "| {name} | {median:.2} | {p95:.2} | {:.1}× |",
             median / base
+        );
+    }
+    Ok(())
+}
+
+/// `ledger bench pathological`.
+fn pathological(scale: f64, config: &Config) -> Result<()> {
+    use ledger_parse::throughput::Pathological;
+    let args = crate::PipelineArgs {
+        no_progress: true,
+        ..crate::PipelineArgs::default()
+    };
+    let (index, related, settings) = args.apply(config);
+    let stage = ledger_pipeline::Stage::new(settings)?;
+    let dir = tempfile::tempdir()?;
+    let time = |case: Pathological, n: usize| -> Result<(usize, f64)> {
+        let input = dir.path().join(format!("{case:?}-{n}"));
+        std::fs::create_dir_all(&input)?;
+        let text = case.latex(n);
+        std::fs::write(input.join("main.tex"), &text)?;
+        let out = dir.path().join(format!("graph-{case:?}-{n}"));
+        let parts = config.store.parts(&out)?;
+        let job = ledger_pipeline::IndexJob {
+            paths: &[input],
+            out: &out,
+            parts: &parts,
+            index: &index,
+            related: &related,
+            command: "ledger bench pathological",
+        };
+        let started = Instant::now();
+        ledger_pipeline::index::index(&job, &stage, &ledger_pipeline::Quiet)?;
+        Ok((text.len(), started.elapsed().as_secs_f64()))
+    };
+    println!(
+        "`ledger index` in process (this configuration: judge, embedder, tokens); a tenth of each size is the baseline\n"
+    );
+    println!("| input | size | MB | seconds | seconds at a tenth | ratio (10 = linear) |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for case in Pathological::ALL {
+        let n = ((case.size() as f64 * scale) as usize).max(10);
+        let (_, small) = time(case, n / 10)?;
+        let (bytes, full) = time(case, n)?;
+        println!(
+            "| {} | {n} | {:.1} | {full:.2} | {small:.2} | {:.1} |",
+            case.name(),
+            bytes as f64 / 1e6,
+            full / small.max(1e-9)
         );
     }
     Ok(())

@@ -15,6 +15,10 @@ pub(crate) struct Builder {
     pub texts: Vec<std::sync::Arc<String>>,
     /// Byte offset of every line start, by file index.
     line_starts: Vec<Vec<usize>>,
+    /// Per file, the last column computed: (line, byte, column). Mentions come mostly in byte
+    /// order, so a column is counted from the previous one on the same line, not from the
+    /// line's start (a long line with many mentions stays linear).
+    last_col: Vec<Option<(usize, usize, usize)>>,
     hasher: blake3::Hasher,
     /// Preferred id stem per unit (env-specific prefix), set by the parser.
     prefixes: HashMap<usize, String>,
@@ -54,6 +58,7 @@ impl Builder {
             },
             texts: vec![],
             line_starts: vec![],
+            last_col: vec![],
             hasher: blake3::Hasher::new(),
             prefixes: HashMap::default(),
             label_owner: HashMap::default(),
@@ -70,6 +75,7 @@ impl Builder {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|k| k + 1));
         self.line_starts.push(starts);
+        self.last_col.push(None);
         self.texts.push(std::sync::Arc::new(text));
         self.texts.len() - 1
     }
@@ -157,7 +163,7 @@ impl Builder {
     ) {
         let src = &self.texts[file];
         let text = src.get(start..end).unwrap_or_default().to_string();
-        let (line, col) = line_col(src, &self.line_starts[file], start);
+        let (line, col) = self.line_col(file, start);
         self.doc.mentions.push(Mention {
             unit,
             file,
@@ -172,11 +178,24 @@ impl Builder {
         });
     }
 
+    /// The 1-based line and column (in characters) of `byte` in `file`.
+    fn line_col(&mut self, file: usize, byte: usize) -> (usize, usize) {
+        let text = &self.texts[file];
+        let (line, at) = line_of(text, &self.line_starts[file], byte);
+        let col = match self.last_col[file] {
+            Some((l, b, c)) if l == line && b <= at => c + text[b..at].chars().count(),
+            _ => text[self.line_starts[file][line - 1]..at].chars().count() + 1,
+        };
+        self.last_col[file] = Some((line, at, col));
+        (line, col)
+    }
+
+    /// A diagnostic at `byte` of `file`, located by its line.
     pub fn diag(&mut self, file: usize, byte: usize, severity: Severity, message: String) {
         let (path, line) = match self.texts.get(file) {
             Some(text) => (
                 self.doc.files[file].clone(),
-                line_col(text, &self.line_starts[file], byte).0,
+                line_of(text, &self.line_starts[file], byte).0,
             ),
             None => (self.doc.path.clone(), 0),
         };
@@ -192,7 +211,7 @@ impl Builder {
     pub fn finish(mut self, tokenizer: Option<&crate::tokens::Tokenizer>) -> Document {
         for u in &mut self.doc.units {
             if let Some(t) = self.texts.get(u.file) {
-                u.line = line_col(t, &self.line_starts[u.file], u.start_byte).0;
+                u.line = line_of(t, &self.line_starts[u.file], u.start_byte).0;
             }
             if u.kind != UnitKind::Document
                 && u.kind != UnitKind::Section
@@ -358,14 +377,13 @@ impl Builder {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_col(text: &str, line_starts: &[usize], byte: usize) -> (usize, usize) {
+/// The 1-based line of `byte` (moved back to a character boundary), and that boundary.
+fn line_of(text: &str, line_starts: &[usize], byte: usize) -> (usize, usize) {
     let mut at = byte.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
     }
-    let line = line_starts.partition_point(|&s| s <= at).max(1);
-    let line_start = line_starts[line - 1];
-    (line, text[line_start..at].chars().count() + 1)
+    (line_starts.partition_point(|&s| s <= at).max(1), at)
 }
 
 /// For the units that start in `file`, the byte ranges that are theirs alone (their range minus their children's).

@@ -12,8 +12,8 @@ use crate::builder::{Builder, read_text};
 use crate::counters::{Counters, Style};
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
 use lex::{
-    arg, capitalise, clean_title, find_from, is_cite, keyvals, math_env, non_text_args, opt,
-    skip_opt, split_keys, verbatim_env,
+    arg, capitalise, clean_title, find_from, is_cite, key_arg, keyvals, math_env, non_text_args,
+    opt, skip_opt, split_keys, verbatim_env,
 };
 use regex::Regex;
 // Fx hashing: keys are short strings and indices from our own parse, not attacker-chosen.
@@ -89,6 +89,24 @@ struct OpenEnv {
     float_counter: Option<&'static str>,
     /// For `enumerate`: its nesting level (1–4), items seen, and the enumitem `ref`/`label` template.
     list: Option<(usize, u32, Option<String>)>,
+    /// What the stack up to and including this environment holds, kept as it is pushed so that
+    /// the scanner's questions cost the same at any nesting depth: see [`Latex::push_env`].
+    below: Below,
+}
+
+/// Facts about an environment and every environment under it on the stack.
+#[derive(Debug, Clone, Copy, Default)]
+struct Below {
+    /// Stack index of the innermost environment with a unit.
+    unit_env: Option<usize>,
+    /// Stack index of the innermost display-math environment.
+    math_env: Option<usize>,
+    /// `enumerate` environments open.
+    lists: usize,
+    /// An environment with a listing unit is open.
+    in_listing: bool,
+    /// A `sub…` environment (sub-figure) is open inside the innermost unit environment.
+    sub_inside_unit: bool,
 }
 
 impl OpenEnv {
@@ -102,6 +120,7 @@ impl OpenEnv {
             math: None,
             float_counter: None,
             list: None,
+            below: Below::default(),
         }
     }
 }
@@ -318,12 +337,54 @@ impl Latex {
         }
     }
 
+    /// Opens an environment: pushes it with what the stack under it holds.
+    fn push_env(&mut self, mut env: OpenEnv) {
+        let under = self.envs.last().map(|e| e.below).unwrap_or_default();
+        let k = self.envs.len();
+        let is_listing = env
+            .unit
+            .is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing);
+        env.below = Below {
+            unit_env: if env.unit.is_some() {
+                Some(k)
+            } else {
+                under.unit_env
+            },
+            math_env: if env.math.is_some() {
+                Some(k)
+            } else {
+                under.math_env
+            },
+            lists: under.lists + usize::from(env.list.is_some()),
+            in_listing: under.in_listing || is_listing,
+            sub_inside_unit: env.unit.is_none()
+                && (under.sub_inside_unit || env.name.starts_with("sub")),
+        };
+        self.envs.push(env);
+    }
+
+    /// What the open environments hold.
+    fn below(&self) -> Below {
+        self.envs.last().map(|e| e.below).unwrap_or_default()
+    }
+
+    /// The unit of the innermost environment that has one.
+    fn innermost_unit_env(&self) -> Option<usize> {
+        self.below().unit_env.and_then(|k| self.envs[k].unit)
+    }
+
+    /// The innermost open display-math environment's state.
+    fn innermost_math(&mut self) -> Option<&mut MathState> {
+        let k = self.below().math_env?;
+        self.envs[k].math.as_mut()
+    }
+
     /// The innermost unit a mention or label belongs to.
     fn current_unit(&self) -> usize {
         if let Some(p) = &self.para {
             return p.unit;
         }
-        if let Some(u) = self.envs.iter().rev().find_map(|e| e.unit) {
+        if let Some(u) = self.innermost_unit_env() {
             return u;
         }
         self.sections.last().map_or(0, |s| s.1)
@@ -331,7 +392,7 @@ impl Latex {
 
     /// The unit new children attach to: the innermost unit environment, else the current section.
     fn container(&self) -> usize {
-        if let Some(u) = self.envs.iter().rev().find_map(|e| e.unit) {
+        if let Some(u) = self.innermost_unit_env() {
             return u;
         }
         self.sections.last().map_or(0, |s| s.1)
@@ -351,7 +412,7 @@ impl Latex {
             }
             self.close_paragraph();
         }
-        if self.envs.iter().any(|e| e.unit.is_some()) {
+        if self.innermost_unit_env().is_some() {
             return;
         }
         let parent = self.container();
@@ -400,7 +461,7 @@ impl Latex {
             "part" | "chapter" | "section" | "subsection" | "subsubsection" | "paragraph"
             | "subparagraph" | "addchap" | "addsec" => {
                 let run_in = matches!(name, "paragraph" | "subparagraph")
-                    && self.envs.iter().any(|e| e.unit.is_some());
+                    && self.innermost_unit_env().is_some();
                 if run_in {
                     // "\paragraph{Step 1.}" inside a proof is a run-in heading, part of the proof's text.
                     self.mark_text(file, i);
@@ -469,7 +530,7 @@ impl Latex {
             "bibitem" => self.bibitem(file, text, i, j),
             "tag" => {
                 if let Some((t, e)) = arg(text, after_star) {
-                    if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+                    if let Some(m) = self.innermost_math() {
                         m.line.tag = Some(t.trim().to_string());
                     }
                     // "\tag{by \cref{x}}" references x.
@@ -479,7 +540,7 @@ impl Latex {
                 j
             }
             "notag" | "nonumber" => {
-                if let Some(m) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+                if let Some(m) = self.innermost_math() {
                     m.line.notag = true;
                 }
                 j
@@ -818,7 +879,7 @@ impl Latex {
 
     /// A section command while a unit environment is open: the environment was never closed.
     fn close_unit_envs(&mut self, file: usize, at: usize) {
-        while let Some(pos) = self.envs.iter().rposition(|e| e.unit.is_some()) {
+        while let Some(pos) = self.below().unit_env {
             let env = self.envs.remove(pos);
             let (ef, es) = (env.file, env.start);
             self.b.diag(
@@ -855,7 +916,7 @@ impl Latex {
         let starred = name.ends_with('*');
         if name == "document" {
             self.in_body = true;
-            self.envs.push(OpenEnv::new(name, None, file, i));
+            self.push_env(OpenEnv::new(name, None, file, i));
             return after;
         }
         if !self.in_body {
@@ -895,7 +956,7 @@ impl Latex {
                 self.b.doc.units[unit].title = Some("References".into());
                 end = arg(text, after).map_or(after, |a| a.1);
             }
-            self.envs.push(OpenEnv {
+            self.push_env(OpenEnv {
                 float_counter,
                 ..OpenEnv::new(name, Some(unit), file, i)
             });
@@ -934,7 +995,7 @@ impl Latex {
                 numbers: vec![],
                 labels: vec![],
             };
-            self.envs.push(OpenEnv {
+            self.push_env(OpenEnv {
                 math: Some(math),
                 ..OpenEnv::new(name, Some(unit), file, i)
             });
@@ -943,7 +1004,7 @@ impl Latex {
         if base == "subequations" {
             self.counters.step("equation");
             self.subequation = Some((self.counters.the("equation"), 0));
-            self.envs.push(OpenEnv::new(name, None, file, i));
+            self.push_env(OpenEnv::new(name, None, file, i));
             return after;
         }
         if self.theorems.contains_key(base) {
@@ -953,7 +1014,7 @@ impl Latex {
         let mut list = None;
         let mut after = after;
         if base == "enumerate" {
-            let level = 1 + self.envs.iter().filter(|e| e.list.is_some()).count();
+            let level = 1 + self.below().lists;
             let (opts, e) = opt(text, after);
             after = e;
             let kv = keyvals(opts.as_deref().unwrap_or(""));
@@ -963,7 +1024,7 @@ impl Latex {
             }
             list = Some((level, 0, template));
         }
-        self.envs.push(OpenEnv {
+        self.push_env(OpenEnv {
             list,
             ..OpenEnv::new(name, None, file, i)
         });
@@ -999,10 +1060,7 @@ impl Latex {
         if base == "comment" || base == "filecontents" {
             return end;
         }
-        let in_float = self.envs.iter().any(|e| {
-            e.unit
-                .is_some_and(|u| self.b.doc.units[u].kind == UnitKind::Listing)
-        });
+        let in_float = self.below().in_listing;
         if in_float {
             return end;
         }
@@ -1068,7 +1126,7 @@ impl Latex {
             u.number = Some(number);
         }
         self.b.doc.units[unit].title = title.map(|t| clean_title(&t));
-        self.envs.push(OpenEnv::new(name, Some(unit), file, i));
+        self.push_env(OpenEnv::new(name, Some(unit), file, i));
         self.scan_refs_in(file, text, after, end);
         end
     }
@@ -1273,7 +1331,7 @@ impl Latex {
     /// `\label{key}` at `i`: attached to what it labels (see [`Latex::attach_label`]). Returns
     /// where scanning goes on.
     fn label(&mut self, file: usize, text: &str, i: usize, j: usize) -> usize {
-        let Some((l, end)) = arg(text, j) else {
+        let Some((l, end)) = key_arg(text, j) else {
             self.b.diag(
                 file,
                 i,
@@ -1307,15 +1365,11 @@ impl Latex {
             return;
         }
         // In display math, the label names the current line.
-        if let Some(math) = self.envs.iter_mut().rev().find_map(|e| e.math.as_mut()) {
+        if let Some(math) = self.innermost_math() {
             math.line.labels.push((l, i));
             return;
         }
-        let unit = if let Some(env) = self.envs.iter().rev().find(|e| e.unit.is_some()) {
-            env.unit.unwrap_or(0)
-        } else {
-            self.sections.last().map_or(0, |s| s.1)
-        };
+        let unit = self.container();
         if unit == 0 {
             self.b.diag(
                 file,
@@ -1355,17 +1409,11 @@ impl Latex {
             return k;
         };
         // A caption inside a sub-figure environment numbers the sub-figure, not the float.
-        if self
-            .envs
-            .iter()
-            .rev()
-            .take_while(|e| e.unit.is_none())
-            .any(|e| e.name.starts_with("sub"))
-        {
+        if self.below().sub_inside_unit {
             self.scan_refs_in(file, text, k, end);
             return end;
         }
-        let Some(pos) = self.envs.iter().rposition(|e| e.unit.is_some()) else {
+        let Some(pos) = self.below().unit_env else {
             self.scan_refs_in(file, text, k, end);
             return end;
         };
@@ -1412,8 +1460,7 @@ impl Latex {
         let u = &mut self.b.doc.units[unit];
         u.id = format!("bib:{key}");
         u.label = Some(key);
-        self.envs
-            .push(OpenEnv::new("bibitem".into(), Some(unit), file, i));
+        self.push_env(OpenEnv::new("bibitem".into(), Some(unit), file, i));
         end
     }
 
@@ -1723,7 +1770,7 @@ impl Latex {
         list: bool,
     ) -> usize {
         let o = skip_opt(text, after);
-        let Some((keys, end)) = arg(text, o) else {
+        let Some((keys, end)) = key_arg(text, o) else {
             self.b.diag(
                 file,
                 i,
@@ -1736,7 +1783,7 @@ impl Latex {
         let mut end = end;
         let mut all = vec![(keys.to_string(), o)];
         if text[i..after].contains("range")
-            && let Some((k2, e2)) = arg(text, end)
+            && let Some((k2, e2)) = key_arg(text, end)
         {
             all.push((k2.to_string(), end));
             end = e2;
@@ -1779,7 +1826,7 @@ impl Latex {
         if let Some(skips) = self.skipped.get_mut(file) {
             skips.push((after, k));
         }
-        let Some((keys, end)) = arg(text, k) else {
+        let Some((keys, end)) = key_arg(text, k) else {
             return after;
         };
         if !self.in_body {

@@ -92,3 +92,69 @@ pub fn markdown(bytes: u64, documents: usize, repeat: usize, rows: &[Row]) -> St
     }
     s
 }
+
+/// Inputs that once took quadratic time, generated at any size: tests hold them to a time
+/// guard, `ledger bench pathological` measures how their time grows with their size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pathological {
+    /// `n` nested `enumerate` environments, each with a labelled item.
+    NestedEnumerates,
+    /// `n` unclosed `\ref{` in one paragraph.
+    UnclosedRefs,
+    /// `n` sections of one short paragraph each (a section's summary reads its paragraphs).
+    ManySections,
+}
+
+impl Pathological {
+    /// Every case.
+    pub const ALL: [Pathological; 3] = [
+        Pathological::NestedEnumerates,
+        Pathological::UnclosedRefs,
+        Pathological::ManySections,
+    ];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pathological::NestedEnumerates => "nested enumerate with \\label",
+            Pathological::UnclosedRefs => "unclosed \\ref{",
+            Pathological::ManySections => "sections (summary context)",
+        }
+    }
+
+    /// The size the issue that fixed it measured.
+    pub fn size(self) -> usize {
+        match self {
+            Pathological::NestedEnumerates => 100_000,
+            Pathological::UnclosedRefs => 300_000,
+            Pathological::ManySections => 20_000,
+        }
+    }
+
+    /// The LaTeX document of size `n`.
+    pub fn latex(self, n: usize) -> String {
+        let mut text = String::from("\\documentclass{article}\\begin{document}\n");
+        match self {
+            Pathological::NestedEnumerates => {
+                for k in 0..n {
+                    text.push_str(&format!("\\begin{{enumerate}}\\item\\label{{i{k}}}\n"));
+                }
+                text.push_str(&"\\end{enumerate}\n".repeat(n));
+                text.push_str("See \\ref{i0}.\n");
+            }
+            Pathological::UnclosedRefs => {
+                text.push_str(&"\\ref{".repeat(n));
+                text.push_str("\n\nA closed one: \\ref{x}.\n");
+            }
+            Pathological::ManySections => {
+                for k in 0..n {
+                    text.push_str(&format!(
+                        "\\section{{Part {k}}}\nThe bound of part {k} holds for every $x_{k}$.\n\n"
+                    ));
+                }
+            }
+        }
+        text.push_str("\\end{document}\n");
+        text
+    }
+}

@@ -152,22 +152,51 @@ pub struct Stats {
     pub vectors_computed: usize,
 }
 
-/// The text around a unit that its summary needs: a section's first paragraphs, the paragraph
-/// before an equation.
-fn context(doc: &Document, i: usize) -> String {
-    let u = &doc.units[i];
-    match u.kind {
-        UnitKind::Section => doc
-            .units
-            .iter()
-            .filter(|c| c.parent == Some(i) && c.kind == UnitKind::Paragraph)
-            .take(3)
-            .map(|c| c.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        UnitKind::Equation => {
-            // Inside a theorem or proof: its text before the display; else the paragraph before.
-            match u.parent.map(|p| &doc.units[p]) {
+/// Where the text around each unit of a document is, computed once per document so that every
+/// unit's context costs its own length, not the document's.
+struct Around {
+    /// Per unit: its first three paragraph children.
+    first_paragraphs: Vec<Vec<usize>>,
+    /// Per unit: the last paragraph before it with the same parent.
+    paragraph_before: Vec<Option<usize>>,
+}
+
+impl Around {
+    fn new(doc: &Document) -> Around {
+        let n = doc.units.len();
+        let mut first_paragraphs = vec![Vec::new(); n];
+        let mut paragraph_before = vec![None; n];
+        // The last paragraph seen under each parent, in document order.
+        let mut last_paragraph: Vec<Option<usize>> = vec![None; n];
+        for (i, u) in doc.units.iter().enumerate() {
+            let Some(parent) = u.parent.filter(|&p| p < n) else {
+                continue;
+            };
+            paragraph_before[i] = last_paragraph[parent];
+            if u.kind == UnitKind::Paragraph {
+                last_paragraph[parent] = Some(i);
+                if first_paragraphs[parent].len() < 3 {
+                    first_paragraphs[parent].push(i);
+                }
+            }
+        }
+        Around {
+            first_paragraphs,
+            paragraph_before,
+        }
+    }
+
+    /// The text around unit `i` that its summary needs: a section's first paragraphs, the
+    /// paragraph before an equation (inside a theorem or proof: its text before the display).
+    fn context(&self, doc: &Document, i: usize) -> String {
+        let u = &doc.units[i];
+        match u.kind {
+            UnitKind::Section => self.first_paragraphs[i]
+                .iter()
+                .map(|&c| doc.units[c].text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            UnitKind::Equation => match u.parent.map(|p| &doc.units[p]) {
                 Some(p)
                     if !matches!(p.kind, UnitKind::Section | UnitKind::Document)
                         && p.file == u.file
@@ -178,15 +207,12 @@ fn context(doc: &Document, i: usize) -> String {
                         .unwrap_or_default()
                         .to_string()
                 }
-                _ => doc.units[..i]
-                    .iter()
-                    .rev()
-                    .find(|p| p.parent == u.parent && p.kind == UnitKind::Paragraph)
-                    .map(|p| p.text.clone())
+                _ => self.paragraph_before[i]
+                    .map(|p| doc.units[p].text.clone())
                     .unwrap_or_default(),
-            }
+            },
+            _ => String::new(),
         }
-        _ => String::new(),
     }
 }
 
@@ -203,9 +229,10 @@ pub fn embed(
     // Summaries: cached by (summarizer, input hash).
     let mut targets: Vec<(usize, usize, String)> = Vec::new();
     for (d, doc) in docs.iter().enumerate() {
+        let around = Around::new(doc);
         for (i, u) in doc.units.iter().enumerate() {
             if !matches!(u.kind, UnitKind::Document | UnitKind::Bibitem) {
-                targets.push((d, i, context(doc, i)));
+                targets.push((d, i, around.context(doc, i)));
             }
         }
     }

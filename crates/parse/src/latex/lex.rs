@@ -9,6 +9,14 @@ use std::sync::LazyLock;
 
 /// Longest argument (in bytes) the scanner looks through for a closing brace.
 const MAX_ARG: usize = 64 * 1024;
+/// Deepest brace nesting inside an argument: a scan that goes deeper gives up. With the length
+/// bound this keeps unclosed arguments linear: the scans alive at any byte started at unclosed
+/// groups nested in each other, so at most this many failed scans look at any byte.
+const MAX_DEPTH: usize = 64;
+/// Longest list of keys (labels, citations) looked through for a closing brace.
+const MAX_KEYS: usize = 4 * 1024;
+/// Deepest brace nesting inside a list of keys (keys do not nest; `\ref{\ref{\ref{…` does).
+const MAX_KEY_DEPTH: usize = 8;
 
 /// Verbatim-like environments (starred or not): their content is raw, not LaTeX.
 pub(crate) fn verbatim_env(name: &str) -> bool {
@@ -97,6 +105,18 @@ pub(crate) fn split_keys(keys: &str, list: bool) -> Vec<(usize, usize, &str)> {
 
 /// The brace group starting at `i` (after optional whitespace): its content and the index after it.
 pub(crate) fn arg(text: &str, i: usize) -> Option<(&str, usize)> {
+    group(text, i, MAX_ARG, MAX_DEPTH)
+}
+
+/// The brace group of keys (`\ref`, `\cite`, `\label`) starting at `i`, as [`arg`] finds it,
+/// within the tighter bounds of a key list.
+pub(crate) fn key_arg(text: &str, i: usize) -> Option<(&str, usize)> {
+    group(text, i, MAX_KEYS, MAX_KEY_DEPTH)
+}
+
+/// The brace group starting at `i` (after optional whitespace), at most `max_len` bytes long
+/// and `max_depth` braces deep.
+fn group(text: &str, i: usize, max_len: usize, max_depth: usize) -> Option<(&str, usize)> {
     let bytes = text.as_bytes();
     let mut k = i;
     while k < bytes.len() && matches!(bytes[k], b' ' | b'\t' | b'\r' | b'\n') {
@@ -108,11 +128,16 @@ pub(crate) fn arg(text: &str, i: usize) -> Option<(&str, usize)> {
     let start = k + 1;
     let mut depth = 1;
     let mut j = start;
-    let limit = (start + MAX_ARG).min(bytes.len());
+    let limit = (start + max_len).min(bytes.len());
     while j < limit {
         match bytes[j] {
             b'\\' => j += 1,
-            b'{' => depth += 1,
+            b'{' => {
+                depth += 1;
+                if depth > max_depth {
+                    return None;
+                }
+            }
             b'}' => {
                 depth -= 1;
                 if depth == 0 {

@@ -3,6 +3,7 @@
 mod bad_input;
 mod corpora;
 mod features;
+mod pathological;
 mod props;
 
 use std::path::PathBuf;

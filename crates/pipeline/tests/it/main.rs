@@ -183,3 +183,41 @@ fn a_refused_edit_is_reported_and_not_written() {
     assert!(written.refused());
     assert_eq!(std::fs::read_to_string(&main).expect("read"), before);
 }
+
+#[test]
+fn summaries_of_a_document_with_many_sections_cost_linear_time() {
+    // Each section's summary reads its first paragraphs: once a scan of the whole document per
+    // section (quadratic), now an index built once. The timeout guards against a hang only.
+    let case = ledger_parse::throughput::Pathological::ManySections;
+    let sections = case.size();
+    let text = case.latex(sections);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let main = dir.path().join("main.tex");
+    std::fs::write(&main, text).expect("write");
+    let config = Config::defaults();
+    let mut s = settings(&config);
+    s.depends.enabled = false;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let stage = Stage::new(s).expect("stage");
+        let source = ledger_parse::Source {
+            id: "main".into(),
+            path: main,
+            format: ledger_core::Format::Latex,
+        };
+        let doc = stage.parse(&source);
+        let _ = tx.send(stage.process(doc, None).map(|(part, _)| part));
+    });
+    let part = rx
+        .recv_timeout(std::time::Duration::from_secs(300))
+        .expect("the document stage finishes")
+        .expect("the document stage succeeds");
+    let summaries = part
+        .semantic
+        .embeddings
+        .iter()
+        .filter(|e| e.unit_id.starts_with("sec-") && !e.unit_id.contains('/'))
+        .count();
+    assert_eq!(summaries, sections);
+    drop(dir);
+}
