@@ -14,13 +14,8 @@ use std::process::ExitCode;
 /// Parses the inputs of an edit; the documents' own errors are named on stderr.
 fn read_sources(edit: &EditArgs) -> Result<Sources> {
     let sources = Sources::read(&edit.paths)?;
-    for d in sources
-        .docs
-        .iter()
-        .flat_map(|d| &d.diagnostics)
-        .filter(|d| d.severity == ledger_core::Severity::Error)
-    {
-        eprintln!("{d}");
+    for e in ledger_pipeline::index::document_errors(&sources.docs) {
+        eprintln!("{e}");
     }
     Ok(sources)
 }

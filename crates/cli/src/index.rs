@@ -180,23 +180,7 @@ pub fn update_graph(paths: &[PathBuf], graph: &Path, config: &Config) -> Result<
         summarizer: built.summarizer,
         ..PipelineArgs::default()
     };
-    let (c, r, settings) = args.apply(config);
-    let stage = Stage::new(settings)?;
-    let parts = config.store.parts(graph)?;
-    let command = command_line();
-    let job = IndexJob {
-        paths,
-        out: graph,
-        parts: &parts,
-        index: &c,
-        related: &r,
-        command: &command,
-    };
     eprintln!("updating the graph {}", graph.display());
-    let report = ledger_pipeline::index::index(&job, &stage, &ledger_pipeline::Quiet)?;
-    for e in &report.document_errors {
-        eprintln!("{e}");
-    }
-    print!("{report}");
+    index(paths, graph, args, false, config)?;
     Ok(())
 }

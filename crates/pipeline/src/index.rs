@@ -25,16 +25,20 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// The documents' own errors (an unreadable file, a bad encoding): each document is still
-    /// stored, and these are what a user must be told.
+    /// The documents' own errors: see [`document_errors`].
     pub fn document_errors(&self) -> Vec<String> {
-        self.docs
-            .iter()
-            .flat_map(|d| &d.diagnostics)
-            .filter(|d| d.severity == Severity::Error)
-            .map(ToString::to_string)
-            .collect()
+        document_errors(&self.docs)
     }
+}
+
+/// The documents' own errors (an unreadable file, a bad encoding): each document is still
+/// stored or edited, and these are what a user must be told.
+pub fn document_errors(docs: &[Document]) -> Vec<String> {
+    docs.iter()
+        .flat_map(|d| &d.diagnostics)
+        .filter(|d| d.severity == Severity::Error)
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
