@@ -90,11 +90,13 @@ pub struct Targets {
     pub notes: Vec<String>,
 }
 
-/// The targets of an edit: the units named, else those the instruction mentions, else the
-/// `config.similar_targets` units most similar to the instruction (`relevance`).
+/// The targets of an edit: the units named, else those the instruction mentions (`mentioned`,
+/// as [`Graph::targets_in`] finds them), else the `config.similar_targets` units most similar to
+/// the instruction (`relevance`).
 pub fn pick_targets(
     graph: &Graph,
     ask: &Ask,
+    mentioned: Vec<usize>,
     relevance: Option<&HashMap<usize, f32>>,
     config: &RetrieveConfig,
 ) -> Result<Targets> {
@@ -104,10 +106,8 @@ pub fn pick_targets(
     for t in ask.targets {
         found.push(graph.find(t, doc)?);
     }
-    if found.is_empty()
-        && let Some(text) = ask.instruction
-    {
-        found = graph.targets_in(text, doc);
+    if found.is_empty() && ask.instruction.is_some() {
+        found = mentioned;
         if found.is_empty()
             && let Some(relevance) = relevance
         {
@@ -153,10 +153,11 @@ pub fn retrieve(path: &Path, graph: &Graph, ask: &Ask, config: &Config) -> Resul
     // The instruction's embedding is needed when it ranks (`mix_dense`) or when it picks the
     // targets (none named, none mentioned).
     let ranking = config.retrieve.ranking();
-    let needs_targets = ask.targets.is_empty()
-        && ask
-            .instruction
-            .is_some_and(|text| graph.targets_in(text, ask.doc).is_empty());
+    let mentioned = match ask.instruction {
+        Some(text) if ask.targets.is_empty() => graph.targets_in(text, ask.doc),
+        _ => Vec::new(),
+    };
+    let needs_targets = ask.targets.is_empty() && ask.instruction.is_some() && mentioned.is_empty();
     let mut notes = Vec::new();
     let relevance = ask
         .instruction
@@ -173,7 +174,7 @@ pub fn retrieve(path: &Path, graph: &Graph, ask: &Ask, config: &Config) -> Resul
                 }
             },
         );
-    let targets = pick_targets(graph, ask, relevance.as_ref(), &config.retrieve)?;
+    let targets = pick_targets(graph, ask, mentioned, relevance.as_ref(), &config.retrieve)?;
     notes.extend(targets.notes);
     let context = graph.context(
         &Request {
