@@ -56,8 +56,8 @@ pub enum Which {
         budget: usize,
     },
 
-    /// Inputs that once took quadratic time (nested `enumerate`, unclosed `\ref{`, many
-    /// sections), each indexed in process at a tenth of its size and at its size: the ratio of
+    /// Inputs that once took quadratic time or memory (nested `enumerate`, unclosed `\ref{`, many
+    /// sections, many similar Markdown headings), each indexed in process at a tenth of its size and at its size: the ratio of
     /// the two times is about 10 when the time is linear (100 if quadratic).
     Pathological {
         /// Scale of every case's size (1 = the sizes of the issue that fixed them).
@@ -305,8 +305,8 @@ fn pathological(scale: f64, config: &Config) -> Result<()> {
     let time = |case: Pathological, n: usize| -> Result<(usize, f64)> {
         let input = dir.path().join(format!("{case:?}-{n}"));
         std::fs::create_dir_all(&input)?;
-        let text = case.latex(n);
-        std::fs::write(input.join("main.tex"), &text)?;
+        let (name, text) = case.document(n);
+        std::fs::write(input.join(name), &text)?;
         let out = dir.path().join(format!("graph-{case:?}-{n}"));
         let parts = config.store.parts(&out)?;
         let job = ledger_pipeline::IndexJob {

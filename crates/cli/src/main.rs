@@ -310,7 +310,7 @@ struct PipelineArgs {
     /// RELATED pairs inside each `document`, or across the `corpus`.
     #[arg(long)]
     related_scope: Option<RelatedScope>,
-    /// Neighbours asked of the HNSW index per unit.
+    /// At most this many RELATED edges per unit, the strongest.
     #[arg(long)]
     related_k: Option<usize>,
 }

@@ -447,6 +447,60 @@ pub struct Semantic {
     pub related: Vec<Edge>,
 }
 
+/// What parsing a document found at one path: with every such observation of a document, a
+/// later run can tell without parsing again whether a new parse would read the same bytes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Seen {
+    /// A file read, with the blake3 of its bytes.
+    Read(String),
+    /// A file whose existence was checked (its content not read).
+    Exists,
+    /// A path looked for that was not a file (an `\input` candidate, a missing chapter).
+    Absent,
+    /// A folder whose Markdown files were listed, with the blake3 of the sorted list.
+    Listing(String),
+}
+
+impl Seen {
+    /// Its name in the `inputs` table.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Seen::Read(_) => "read",
+            Seen::Exists => "exists",
+            Seen::Absent => "absent",
+            Seen::Listing(_) => "listing",
+        }
+    }
+
+    /// The hash it holds (empty for `exists` and `absent`).
+    pub fn hash(&self) -> &str {
+        match self {
+            Seen::Read(h) | Seen::Listing(h) => h,
+            Seen::Exists | Seen::Absent => "",
+        }
+    }
+
+    /// The observation from its table form; `None` for an unknown kind.
+    pub fn from_parts(kind: &str, hash: &str) -> Option<Seen> {
+        Some(match kind {
+            "read" => Seen::Read(hash.into()),
+            "exists" => Seen::Exists,
+            "absent" => Seen::Absent,
+            "listing" => Seen::Listing(hash.into()),
+            _ => return None,
+        })
+    }
+}
+
+/// One path a document's parse looked at, and what it found there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Input {
+    /// The path, as the parser used it.
+    pub path: String,
+    /// What was found.
+    pub seen: Seen,
+}
+
 /// One parsed document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Document {
@@ -468,6 +522,10 @@ pub struct Document {
     pub bytes: u64,
     /// blake3 of all bytes read, in file order.
     pub content_hash: String,
+    /// Every path the parse looked at and what it found, sorted: unchanged inputs give the same
+    /// document (what lets a rerun skip parsing it).
+    #[serde(default)]
+    pub inputs: Vec<Input>,
     /// Other documents whose labels this one may name, as `(label prefix, path)` (LaTeX `\externaldocument`).
     pub externals: Vec<(String, String)>,
     /// DEPENDS edges judged for this document (dependent → prerequisite), empty until judged.

@@ -1,5 +1,6 @@
 //! Nearest neighbours by cosine: an HNSW index (`hnsw_rs`) for corpora of any size, and the exact
-//! brute-force search it is tested against. RELATED candidates are the pairs above θ.
+//! brute-force search it is tested against. RELATED edges are each unit's strongest neighbours
+//! above θ, at most `k` per unit ([`bounded_pairs`]).
 
 use candle_core::Tensor;
 use hnsw_rs::anndists::dist::Distance;
@@ -25,8 +26,6 @@ pub struct HnswParams {
     pub ef_construction: usize,
     /// Candidates explored while searching.
     pub ef_search: usize,
-    /// Neighbours asked for per unit.
-    pub k: usize,
 }
 
 impl Default for HnswParams {
@@ -35,13 +34,23 @@ impl Default for HnswParams {
             max_connections: 16,
             ef_construction: 100,
             ef_search: 64,
-            k: 32,
         }
     }
 }
 
 /// A pair of vector indices `(i < j)` with their cosine.
 pub type Pair = (usize, usize, f32);
+
+/// For each vector, its nearest others as `(index, cosine)`, strongest first.
+pub type Neighbours = Vec<Vec<(usize, f32)>>;
+
+/// Which pairs a neighbour search leaves out (pairs already linked by a stronger kind of edge).
+pub type Skip<'s> = &'s (dyn Fn(usize, usize) -> bool + Sync);
+
+/// Leaves out no pair.
+pub fn skip_none(_: usize, _: usize) -> bool {
+    false
+}
 
 /// An HNSW index over a set of normalised vectors.
 pub struct NeighbourIndex<'a> {
@@ -75,34 +84,110 @@ impl<'a> NeighbourIndex<'a> {
             .collect()
     }
 
-    /// Every pair whose cosine exceeds `theta`, found through each vector's neighbours: `k` at
-    /// first, doubled while the farthest one is still above `theta` (dense clusters of near
-    /// duplicates, such as generated reference pages, have more than `k` such neighbours).
-    pub fn pairs_above(&self, vectors: &[Vec<f32>], theta: f32) -> Vec<Pair> {
+    /// Each vector's `k` strongest neighbours above `theta` that `skip` does not leave out (the
+    /// approximate [`exact_neighbours`]). A search asks for `k + 1` at first and twice as many
+    /// while it has not found `k` kept ones and its farthest hit is still above `theta` (left-out
+    /// pairs and the vector itself take places in the answer).
+    pub fn neighbours(&self, vectors: &[Vec<f32>], theta: f32, k: usize, skip: Skip) -> Neighbours {
         let n = vectors.len();
-        let mut pairs: Vec<Pair> = vectors
+        vectors
             .par_iter()
             .enumerate()
-            .flat_map_iter(|(i, v)| {
-                let mut k = self.params.k.max(1) + 1;
-                let mut hits = self.search(v, k);
-                while hits.len() >= k && k < n && hits.last().is_some_and(|h| h.1 > theta) {
-                    k = (k * 2).min(n);
-                    hits = self.search(v, k);
+            .map(|(i, v)| {
+                let mut asked = (k + 1).min(n);
+                loop {
+                    let hits = self.search(v, asked);
+                    let widen = hits.len() >= asked
+                        && asked < n
+                        && hits.last().is_some_and(|h| h.1 > theta);
+                    let mut top = TopK::new(k);
+                    for (j, s) in hits {
+                        if j != i && s > theta && !skip(i, j) {
+                            top.offer(j, s);
+                        }
+                    }
+                    if top.is_full() || !widen {
+                        return top.into_sorted();
+                    }
+                    asked = (asked * 2).min(n);
                 }
-                hits.into_iter()
-                    .filter(move |&(j, s)| j != i && s > theta)
-                    .map(move |(j, s)| (i.min(j), i.max(j), s))
             })
-            .collect();
-        sort_dedup(&mut pairs);
-        pairs
+            .collect()
     }
 }
 
-fn sort_dedup(pairs: &mut Vec<Pair>) {
-    pairs.sort_by_key(|p| (p.0, p.1));
-    pairs.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+/// The `k` strongest `(index, cosine)` offered, ties broken by the lower index, so that the
+/// result does not depend on the order of the offers.
+#[derive(Debug, Clone)]
+struct TopK {
+    k: usize,
+    kept: Vec<(usize, f32)>,
+}
+
+impl TopK {
+    fn new(k: usize) -> Self {
+        TopK {
+            k,
+            kept: Vec::with_capacity(k.min(64)),
+        }
+    }
+
+    /// True when `a` ranks before `b`.
+    fn before(a: (usize, f32), b: (usize, f32)) -> bool {
+        a.1 > b.1 || (a.1 == b.1 && a.0 < b.0)
+    }
+
+    fn is_full(&self) -> bool {
+        self.kept.len() >= self.k
+    }
+
+    /// Would `(j, s)` be kept? (Cheap test before the caller's own checks.)
+    fn wants(&self, j: usize, s: f32) -> bool {
+        !self.is_full() || self.kept.last().is_some_and(|&w| Self::before((j, s), w))
+    }
+
+    fn offer(&mut self, j: usize, s: f32) {
+        if self.k == 0 || !self.wants(j, s) {
+            return;
+        }
+        let at = self.kept.partition_point(|&x| Self::before(x, (j, s)));
+        self.kept.insert(at, (j, s));
+        self.kept.truncate(self.k);
+    }
+
+    fn into_sorted(self) -> Vec<(usize, f32)> {
+        self.kept
+    }
+}
+
+/// RELATED pairs under a bound of `k` per vector: the candidates (every vector's neighbours) are
+/// taken strongest first, and a pair is kept while both of its vectors have fewer than `k` kept
+/// pairs. Each vector ends with at most `k` pairs, the strongest its neighbours allow; a pair left
+/// out has a vector whose `k` pairs are all at least as strong. Sorted by `(i, j)`.
+pub fn bounded_pairs(neighbours: &[Vec<(usize, f32)>], k: usize) -> Vec<Pair> {
+    let mut candidates: Vec<Pair> = neighbours
+        .iter()
+        .enumerate()
+        .flat_map(|(i, row)| row.iter().map(move |&(j, s)| (i.min(j), i.max(j), s)))
+        .filter(|p| p.0 != p.1)
+        .collect();
+    candidates.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(b.2.total_cmp(&a.2)));
+    candidates.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    candidates.sort_by(|a, b| b.2.total_cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
+    let mut degree = vec![0usize; neighbours.len()];
+    let mut kept: Vec<Pair> = candidates
+        .into_iter()
+        .filter(|&(i, j, _)| {
+            let free = degree[i] < k && degree[j] < k;
+            if free {
+                degree[i] += 1;
+                degree[j] += 1;
+            }
+            free
+        })
+        .collect();
+    kept.sort_by_key(|p| (p.0, p.1));
+    kept
 }
 
 /// Rows per block of the exact search (a 2,048 × 2,048 block of cosines is 16 MiB).
@@ -141,87 +226,116 @@ fn uniform_dim(vectors: &[Vec<f32>]) -> Option<usize> {
     (dim > 0 && vectors.iter().all(|v| v.len() == dim)).then_some(dim)
 }
 
-/// Exact search: every pair above `theta`, comparing all pairs (quadratic). The cosines come from
-/// blocked matrix products (candle's CPU matmul, SIMD and multi-threaded), about ten times faster
-/// than pairwise dot products; for tests, benchmarks and scopes small enough to afford it.
-pub fn exact_pairs_above(vectors: &[Vec<f32>], theta: f32) -> Vec<Pair> {
-    let Some(dim) = uniform_dim(vectors).filter(|_| vectors.len() >= 2) else {
-        return exact_pairs_scalar(vectors, theta);
-    };
-    let run = || -> candle_core::Result<Vec<Pair>> {
-        let mut pairs = Vec::new();
+/// Offers the cosine `s` of `(i, j)` to `i`'s list when it is above `theta` and not left out.
+fn offer(top: &mut TopK, i: usize, j: usize, s: f32, theta: f32, skip: Skip) {
+    if s > theta && i != j && top.wants(j, s) && !skip(i, j) {
+        top.offer(j, s);
+    }
+}
+
+/// Exact search: each vector's `k` strongest neighbours above `theta` that `skip` does not leave
+/// out, comparing all pairs (quadratic, each pair once). The cosines come from blocked matrix
+/// products (candle's CPU matmul, SIMD and multi-threaded), about ten times faster than pairwise
+/// dot products; memory is the lists plus one block of cosines, whatever the number of vectors.
+pub fn exact_neighbours(vectors: &[Vec<f32>], theta: f32, k: usize, skip: Skip) -> Neighbours {
+    let n = vectors.len();
+    let mut tops = vec![TopK::new(k); n];
+    let blocked = uniform_dim(vectors).filter(|_| n >= 2).map(|dim| {
         let blocks = blocks(vectors, dim)?;
         for (bi, (i0, a)) in blocks.iter().enumerate() {
-            for (bj, (j0, b)) in blocks.iter().enumerate().skip(bi) {
+            for (j0, b) in blocks.iter().skip(bi) {
                 let (rows, cols) = (a.dim(0)?, b.dim(0)?);
                 let scores = cosines(a, b)?;
-                for r in 0..rows {
-                    let first = if bi == bj { r + 1 } else { 0 };
-                    for c in first..cols {
-                        let s = scores[r * cols + c];
-                        if s > theta {
-                            pairs.push((i0 + r, j0 + c, s));
+                // The block's rows, then (off the diagonal) its columns: disjoint lists each.
+                tops[*i0..i0 + rows]
+                    .par_iter_mut()
+                    .enumerate()
+                    .for_each(|(r, top)| {
+                        for c in 0..cols {
+                            offer(top, i0 + r, j0 + c, scores[r * cols + c], theta, skip);
                         }
-                    }
+                    });
+                if i0 != j0 {
+                    tops[*j0..j0 + cols]
+                        .par_iter_mut()
+                        .enumerate()
+                        .for_each(|(c, top)| {
+                            for r in 0..rows {
+                                offer(top, j0 + c, i0 + r, scores[r * cols + c], theta, skip);
+                            }
+                        });
                 }
             }
         }
-        Ok(pairs)
-    };
-    match run() {
-        Ok(mut pairs) => {
-            sort_dedup(&mut pairs);
-            pairs
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "blocked exact search failed; comparing pairwise");
-            exact_pairs_scalar(vectors, theta)
+        candle_core::Result::Ok(())
+    });
+    match blocked {
+        Some(Ok(())) => tops.into_iter().map(TopK::into_sorted).collect(),
+        failed => {
+            if let Some(Err(e)) = failed {
+                tracing::warn!(error = %e, "blocked exact search failed; comparing pairwise");
+            }
+            exact_neighbours_scalar(vectors, theta, k, skip)
         }
     }
 }
 
-/// Exact pairs above `theta` between each of `rows` and every other vector (for recall on a
-/// sample when all pairs are too many to compute). Pairs are `(min, max)`, deduplicated.
-pub fn exact_rows_above(vectors: &[Vec<f32>], rows: &[usize], theta: f32) -> Vec<Pair> {
-    let run = |dim: usize| -> candle_core::Result<Vec<Pair>> {
-        let mut pairs = Vec::new();
+/// [`exact_neighbours`] for `rows` only (each against every vector, nothing left out): recall
+/// on a sample when all of them would take too long.
+pub fn exact_neighbours_of(
+    vectors: &[Vec<f32>],
+    rows: &[usize],
+    theta: f32,
+    k: usize,
+) -> Neighbours {
+    let mut tops = vec![TopK::new(k); rows.len()];
+    let blocked = uniform_dim(vectors).map(|dim| {
         let blocks = blocks(vectors, dim)?;
-        for chunk in rows.chunks(BLOCK) {
+        for (chunk, chunk_tops) in rows.chunks(BLOCK).zip(tops.chunks_mut(BLOCK)) {
             let q = matrix(vectors, chunk.iter().copied(), dim)?;
             for (j0, b) in &blocks {
                 let cols = b.dim(0)?;
                 let scores = cosines(&q, b)?;
-                for (r, &i) in chunk.iter().enumerate() {
-                    for k in 0..cols {
-                        let (j, s) = (j0 + k, scores[r * cols + k]);
-                        if j != i && s > theta {
-                            pairs.push((i.min(j), i.max(j), s));
-                        }
+                chunk_tops.par_iter_mut().enumerate().for_each(|(r, top)| {
+                    for c in 0..cols {
+                        offer(
+                            top,
+                            chunk[r],
+                            j0 + c,
+                            scores[r * cols + c],
+                            theta,
+                            &skip_none,
+                        );
                     }
-                }
+                });
             }
         }
-        Ok(pairs)
-    };
-    let blocked = uniform_dim(vectors).map(run);
-    let mut pairs = match blocked {
-        Some(Ok(pairs)) => pairs,
+        candle_core::Result::Ok(())
+    });
+    match blocked {
+        Some(Ok(())) => tops.into_iter().map(TopK::into_sorted).collect(),
         failed => {
             if let Some(Err(e)) = failed {
-                tracing::warn!(error = %e, "blocked search failed; comparing pairwise");
+                tracing::warn!(error = %e, "blocked exact search failed; comparing pairwise");
             }
-            rows.iter()
-                .flat_map(|&i| {
-                    (0..vectors.len()).filter_map(move |j| {
-                        let s = crate::cosine(&vectors[i], &vectors[j]);
-                        (j != i && s > theta).then_some((i.min(j), i.max(j), s))
-                    })
-                })
-                .collect()
+            let all = exact_neighbours_scalar(vectors, theta, k, &skip_none);
+            rows.iter().map(|&i| all[i].clone()).collect()
         }
-    };
-    sort_dedup(&mut pairs);
-    pairs
+    }
+}
+
+/// The pairwise exact search (vectors of any lengths).
+fn exact_neighbours_scalar(vectors: &[Vec<f32>], theta: f32, k: usize, skip: Skip) -> Neighbours {
+    (0..vectors.len())
+        .into_par_iter()
+        .map(|i| {
+            let mut top = TopK::new(k);
+            for (j, v) in vectors.iter().enumerate() {
+                offer(&mut top, i, j, crate::cosine(&vectors[i], v), theta, skip);
+            }
+            top.into_sorted()
+        })
+        .collect()
 }
 
 /// Seeded synthetic topic clusters for tests and benchmarks: unit vectors scattered around random
@@ -269,38 +383,26 @@ impl SplitMix {
     }
 }
 
-/// The pairwise exact search (vectors of any lengths).
-fn exact_pairs_scalar(vectors: &[Vec<f32>], theta: f32) -> Vec<Pair> {
-    let mut pairs: Vec<Pair> = (0..vectors.len())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            ((i + 1)..vectors.len()).filter_map(move |j| {
-                let s = crate::cosine(&vectors[i], &vectors[j]);
-                (s > theta).then_some((i, j, s))
-            })
-        })
-        .collect();
-    sort_dedup(&mut pairs);
-    pairs
-}
-
-/// Fraction of `exact` pairs that `approx` also found.
-pub fn recall(approx: &[Pair], exact: &[Pair]) -> f64 {
-    if exact.is_empty() {
+/// Fraction of the `exact` neighbours (row by row) that `approx` also found for the same row.
+pub fn recall(approx: &[Vec<(usize, f32)>], exact: &[Vec<(usize, f32)>]) -> f64 {
+    let total: usize = exact.iter().map(Vec::len).sum();
+    if total == 0 {
         return 1.0;
     }
-    let found: std::collections::HashSet<(usize, usize)> =
-        approx.iter().map(|p| (p.0, p.1)).collect();
-    exact.iter().filter(|p| found.contains(&(p.0, p.1))).count() as f64 / exact.len() as f64
+    let found: usize = exact
+        .iter()
+        .zip(approx)
+        .map(|(e, a)| e.iter().filter(|x| a.iter().any(|y| y.0 == x.0)).count())
+        .sum();
+    found as f64 / total as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn blocked_exact_search_equals_the_pairwise_one() {
-        // Across several blocks, with pairs on both sides of θ.
+    /// Seeded vectors in 50 clusters, with many pairs on both sides of θ = 0.9.
+    fn vectors(n: usize) -> Vec<Vec<f32>> {
         let mut x: u64 = 42;
         let mut next = move || {
             x ^= x << 13;
@@ -309,24 +411,82 @@ mod tests {
             (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
         };
         let centres: Vec<Vec<f32>> = (0..50).map(|_| (0..16).map(|_| next()).collect()).collect();
-        let vectors: Vec<Vec<f32>> = (0..5000)
+        (0..n)
             .map(|i| {
                 let v: Vec<f32> = centres[i % 50].iter().map(|c| c + 0.15 * next()).collect();
                 let n = v.iter().map(|a| a * a).sum::<f32>().sqrt();
                 v.into_iter().map(|a| a / n).collect()
             })
+            .collect()
+    }
+
+    /// The neighbours' indices, row by row.
+    fn ids(n: &Neighbours) -> Vec<Vec<usize>> {
+        n.iter().map(|r| r.iter().map(|x| x.0).collect()).collect()
+    }
+
+    #[test]
+    fn blocked_exact_search_equals_the_pairwise_one() {
+        // Across several blocks (5,000 vectors, blocks of 2,048), with pairs left out.
+        let vectors = vectors(5000);
+        let skip = |i: usize, j: usize| (i + j).is_multiple_of(7);
+        let blocked = exact_neighbours(&vectors, 0.9, 10, &skip);
+        let scalar = exact_neighbours_scalar(&vectors, 0.9, 10, &skip);
+        let full = blocked.iter().filter(|r| r.len() == 10).count();
+        assert!(full > 4000, "{full} vectors with 10 neighbours");
+        // Scores agree to rounding; a neighbour within rounding of another may swap places.
+        let differ = ids(&blocked)
+            .iter()
+            .zip(ids(&scalar))
+            .filter(|(a, b)| *a != b)
+            .count();
+        assert!(differ <= 5, "{differ} lists differ");
+        for (i, row) in blocked.iter().enumerate() {
+            assert!(row.windows(2).all(|w| w[0].1 >= w[1].1), "row {i} unsorted");
+            assert!(row.iter().all(|&(j, s)| j != i && s > 0.9 && !skip(i, j)));
+        }
+        let rows = [0, 17, 2048, 4999];
+        let sample = exact_neighbours_of(&vectors, &rows, 0.9, 10);
+        let expect: Vec<_> = rows
+            .iter()
+            .map(|&i| exact_neighbours_scalar(&vectors, 0.9, 10, &skip_none)[i].clone())
             .collect();
-        let blocked = exact_pairs_above(&vectors, 0.9);
-        let scalar = exact_pairs_scalar(&vectors, 0.9);
-        assert!(scalar.len() > 10_000, "{}", scalar.len());
-        // Scores agree to rounding; a pair within rounding of θ may sit on either side.
-        let key = |p: &[Pair]| {
-            p.iter()
-                .map(|p| (p.0, p.1))
-                .collect::<std::collections::HashSet<_>>()
+        assert_eq!(ids(&sample), ids(&expect));
+    }
+
+    #[test]
+    fn bounded_pairs_keep_at_most_k_per_vector_and_the_strongest_first() {
+        let vectors = vectors(600);
+        let k = 4;
+        let neighbours = exact_neighbours(&vectors, 0.8, k, &skip_none);
+        let pairs = bounded_pairs(&neighbours, k);
+        let mut degree = vec![0; vectors.len()];
+        for &(i, j, s) in &pairs {
+            assert!(i < j && s > 0.8);
+            degree[i] += 1;
+            degree[j] += 1;
+        }
+        assert!(degree.iter().all(|&d| d <= k));
+        assert!(pairs.len() > vectors.len(), "{} pairs", pairs.len());
+        // A candidate left out has a vector whose k kept pairs are all at least as strong.
+        let kept: std::collections::HashSet<(usize, usize)> =
+            pairs.iter().map(|p| (p.0, p.1)).collect();
+        let weakest = |v: usize| {
+            pairs
+                .iter()
+                .filter(|p| p.0 == v || p.1 == v)
+                .map(|p| p.2)
+                .fold(f32::INFINITY, f32::min)
         };
-        let (a, b) = (key(&blocked), key(&scalar));
-        let differ = a.symmetric_difference(&b).count();
-        assert!(differ <= 2, "{differ} pairs differ");
+        for (i, row) in neighbours.iter().enumerate() {
+            for &(j, s) in row {
+                if !kept.contains(&(i.min(j), i.max(j))) {
+                    assert!(
+                        (degree[i] == k && weakest(i) >= s) || (degree[j] == k && weakest(j) >= s),
+                        "({i}, {j}, {s}) left out while both had room"
+                    );
+                }
+            }
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The semantic layer: type-specific unit summaries, embedders behind one trait, and the HNSW
-//! index that finds RELATED candidates (cosine above θ).
+//! index that finds RELATED neighbours (cosine above θ, at most k per unit).
 //!
 //! Embedders here run in-process: the offline hashing embedder (no download) and
 //! all-MiniLM-L6-v2 through candle. Embedders that call a service implement [`Embedder`] in
@@ -12,7 +12,8 @@ pub mod summary;
 
 pub use hashing::HashingEmbedder;
 pub use index::{
-    HnswParams, NeighbourIndex, clustered, exact_pairs_above, exact_rows_above, recall,
+    HnswParams, NeighbourIndex, Neighbours, Pair, bounded_pairs, clustered, exact_neighbours,
+    exact_neighbours_of, recall, skip_none,
 };
 pub use minilm::MiniLm;
 pub use summary::{Extractive, Summarizer, SummaryInput};

@@ -20,6 +20,8 @@ pub(crate) struct Builder {
     /// line's start (a long line with many mentions stays linear).
     last_col: Vec<Option<(usize, usize, usize)>>,
     hasher: blake3::Hasher,
+    /// What the parse looked at on disk (becomes `Document::inputs`).
+    pub inputs: crate::inputs::Recorder,
     /// Preferred id stem per unit (env-specific prefix), set by the parser.
     prefixes: HashMap<usize, String>,
     /// Which unit carries each label so far.
@@ -60,6 +62,7 @@ impl Builder {
             line_starts: vec![],
             last_col: vec![],
             hasher: blake3::Hasher::new(),
+            inputs: Default::default(),
             prefixes: HashMap::default(),
             label_owner: HashMap::default(),
         }
@@ -253,6 +256,7 @@ impl Builder {
             u.content_hash = h.finalize().to_hex().to_string();
         }
         self.doc.content_hash = self.hasher.finalize().to_hex().to_string();
+        self.doc.inputs = self.inputs.into_inputs();
         crate::resolve::resolve_local(&mut self.doc);
         self.doc
     }

@@ -8,7 +8,7 @@
 
 pub(crate) mod lex;
 
-use crate::builder::{Builder, read_text};
+use crate::builder::Builder;
 use crate::counters::{Counters, Style};
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
 use lex::{
@@ -140,7 +140,7 @@ pub(crate) fn parse(
     tokenizer: Option<&crate::tokens::Tokenizer>,
 ) -> ledger_core::Document {
     let mut p = Latex::new(main, doc_id);
-    match read_text(main) {
+    match p.b.inputs.read(main) {
         Ok(text) => {
             let file = p.b.add_file(&main.display().to_string(), text);
             let standalone = !p.b.texts[file].contains("\\begin{document}");
@@ -1296,7 +1296,7 @@ impl Latex {
             );
             return end;
         }
-        match read_text(&path) {
+        match self.b.inputs.read(&path) {
             Ok(t) => {
                 self.close_paragraph();
                 let f = self.b.add_file(&path.display().to_string(), t);
@@ -1317,7 +1317,7 @@ impl Latex {
 
     /// The file an `\input{target}` names, with or without `.tex`, relative to the main file's
     /// folder.
-    fn find_input(&self, target: &str) -> Option<PathBuf> {
+    fn find_input(&mut self, target: &str) -> Option<PathBuf> {
         let base = self.dir.join(target);
         let mut candidates = vec![base.clone()];
         if base.extension().is_none_or(|e| e != "tex") {
@@ -1325,7 +1325,7 @@ impl Latex {
             p.push(".tex");
             candidates.insert(0, PathBuf::from(p));
         }
-        candidates.into_iter().find(|p| p.is_file())
+        candidates.into_iter().find(|p| self.b.inputs.is_file(p))
     }
 
     /// `\label{key}` at `i`: attached to what it labels (see [`Latex::attach_label`]). Returns
@@ -1970,7 +1970,7 @@ impl Latex {
         self.b.doc.units[section].title = Some("References".into());
         self.b.set_prefix(section, "bibliography");
         for path in files {
-            let text = match read_text(&path) {
+            let text = match self.b.inputs.read(&path) {
                 Ok(t) => t,
                 Err(e) => {
                     self.b.diag(

@@ -9,6 +9,7 @@
 
 mod builder;
 mod counters;
+pub mod inputs;
 mod latex;
 mod markdown;
 mod paths;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 pub use markdown::heading_slug;
-pub use resolve::resolve_corpus;
+pub use resolve::{CorpusIndex, resolve_corpus};
 pub use tokens::Tokenizer;
 
 /// One document found by [`discover`].

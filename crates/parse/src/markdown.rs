@@ -7,7 +7,7 @@
 //! "**Figure 1.**") is that numbered unit, so prose such as "Theorem 2" finds it. Links to anchors
 //! and pages are mentions; prose numbers inside a link's text are not read again.
 
-use crate::builder::{Builder, read_text};
+use crate::builder::Builder;
 use crate::paths::normalise;
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
@@ -52,7 +52,7 @@ pub(crate) fn parse_file(
         depth: 0,
     };
     let mut skipped = Vec::new();
-    match read_text(path) {
+    match b.inputs.read(path) {
         Ok(text) => {
             let file = b.add_file(&path.display().to_string(), text);
             skipped.resize(file + 1, vec![]);
@@ -79,13 +79,13 @@ pub(crate) fn parse_book(
     let summary_path = dir.join("SUMMARY.md");
     let mut chapters: Vec<Chapter> = Vec::new();
     let mut skipped: Vec<Vec<(usize, usize)>> = Vec::new();
-    match read_text(&summary_path) {
+    match b.inputs.read(&summary_path) {
         Ok(text) => {
             let summary = b.add_file(&summary_path.display().to_string(), text.clone());
             skipped.push(vec![]);
             for (dest, number, depth, at) in summary_entries(&text) {
                 let path = dir.join(&dest);
-                if !path.is_file() {
+                if !b.inputs.is_file(&path) {
                     b.diag(
                         summary,
                         at,
@@ -112,13 +112,7 @@ pub(crate) fn parse_book(
     // Markdown files under the book that SUMMARY.md does not list are still part of it.
     let listed: std::collections::HashSet<String> =
         chapters.iter().map(|c| c.rel.clone()).collect();
-    let mut extra: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
-        .collect();
+    let mut extra: Vec<PathBuf> = b.inputs.markdown_files(dir);
     extra.retain(|p| {
         let rel = normalise(p.strip_prefix(dir).unwrap_or(p));
         rel != "SUMMARY.md" && !listed.contains(&rel)
@@ -134,7 +128,7 @@ pub(crate) fn parse_book(
     }
     let mut parents: Vec<(usize, usize)> = Vec::new();
     for ch in &chapters {
-        let text = match read_text(&ch.path) {
+        let text = match b.inputs.read(&ch.path) {
             Ok(t) => t,
             Err(e) => {
                 b.doc.diagnostics.push(ledger_core::Diagnostic {
@@ -626,7 +620,7 @@ impl FileParse<'_> {
             let raw = &c[2];
             // `path:anchor` and `path:1:5` select part of a file.
             let path = raw.split(':').next().unwrap_or(raw);
-            if !dir.join(path).is_file() {
+            if !self.b.inputs.is_file(&dir.join(path)) {
                 let at = range.start + c.get(0).map_or(0, |m| m.start());
                 self.b.diag(
                     self.file,

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 /// Labels, citation keys and numbers of one document, for lookups.
 struct Index<'a> {
     labels: HashMap<&'a str, usize>,
-    lower_labels: HashMap<String, usize>,
     citations: HashMap<&'a str, usize>,
     numbers: HashMap<&'a str, Vec<usize>>,
 }
@@ -18,7 +17,6 @@ impl<'a> Index<'a> {
     fn new(doc: &'a Document) -> Self {
         let mut ix = Index {
             labels: HashMap::default(),
-            lower_labels: HashMap::default(),
             citations: HashMap::default(),
             numbers: HashMap::default(),
         };
@@ -31,7 +29,6 @@ impl<'a> Index<'a> {
             }
             for (l, _) in &u.labels {
                 ix.labels.entry(l.as_str()).or_insert(i);
-                ix.lower_labels.entry(l.to_lowercase()).or_insert(i);
             }
             for n in &u.numbers {
                 ix.numbers.entry(n.as_str()).or_default().push(i);
@@ -45,6 +42,7 @@ impl<'a> Index<'a> {
 /// document (an `\externaldocument` prefix, a link to a file outside it) stay `Pending`.
 pub(crate) fn resolve_local(doc: &mut Document) {
     let ix = Index::new(doc);
+    let targets = Targets::of(doc);
     let own_files = relative_files(doc);
     let mut results = Vec::with_capacity(doc.mentions.len());
     for m in &doc.mentions {
@@ -73,7 +71,7 @@ pub(crate) fn resolve_local(doc: &mut Document) {
                 if !own_files.iter().any(|f| f == file) {
                     Resolution::Pending
                 } else {
-                    by_anchor(doc, &ix, file, anchor)
+                    targets.anchor(file, anchor)
                 }
             }
         };
@@ -91,35 +89,80 @@ fn resolved(doc: &Document, unit: usize) -> Resolution {
     }
 }
 
-fn by_anchor(doc: &Document, ix: &Index, file: &str, anchor: &str) -> Resolution {
-    let key = if anchor.is_empty() {
-        file.to_string()
-    } else {
-        format!("{file}#{anchor}")
-    };
-    if let Some(&u) = ix
-        .labels
-        .get(key.as_str())
-        .or_else(|| ix.lower_labels.get(&key.to_lowercase()))
-    {
-        return resolved(doc, u);
-    }
-    if anchor.is_empty() {
-        // A file with no heading: the link names the document's part for that file, if any unit is in it.
-        if let Some(i) = doc.files.iter().position(|f| f.ends_with(file))
-            && let Some(u) = doc
-                .units
-                .iter()
-                .position(|u| u.file == i && u.kind != UnitKind::Document)
-        {
-            return resolved(doc, u);
-        }
-        return Resolution::Broken {
-            reason: format!("no file `{file}` in this document"),
+/// What links and external references into a document can name: its labels and anchors (as
+/// written and lower-cased) and the first unit of each of its files. Owned, so that a corpus index
+/// holds these of every document, not the documents.
+struct Targets {
+    doc: String,
+    labels: HashMap<String, String>,
+    lower_labels: HashMap<String, String>,
+    /// Each file of the document as given, with the id of its first unit (if any).
+    files: Vec<(String, Option<String>)>,
+}
+
+impl Targets {
+    fn of(doc: &Document) -> Targets {
+        let mut t = Targets {
+            doc: doc.id.clone(),
+            labels: HashMap::default(),
+            lower_labels: HashMap::default(),
+            files: doc.files.iter().map(|f| (f.clone(), None)).collect(),
         };
+        for u in &doc.units {
+            if u.kind == UnitKind::Document {
+                continue;
+            }
+            if let Some((_, first)) = t.files.get_mut(u.file)
+                && first.is_none()
+            {
+                *first = Some(u.id.clone());
+            }
+            if u.kind == UnitKind::Bibitem {
+                continue;
+            }
+            for (l, _) in &u.labels {
+                t.labels.entry(l.clone()).or_insert_with(|| u.id.clone());
+                t.lower_labels
+                    .entry(l.to_lowercase())
+                    .or_insert_with(|| u.id.clone());
+            }
+        }
+        t
     }
-    Resolution::Broken {
-        reason: format!("no anchor `#{anchor}` in `{file}`"),
+
+    fn resolved(&self, unit: &str) -> Resolution {
+        Resolution::Resolved {
+            doc: self.doc.clone(),
+            unit: unit.to_string(),
+        }
+    }
+
+    /// The unit `file#anchor` names (the file's first unit for an empty anchor).
+    fn anchor(&self, file: &str, anchor: &str) -> Resolution {
+        let key = if anchor.is_empty() {
+            file.to_string()
+        } else {
+            format!("{file}#{anchor}")
+        };
+        if let Some(u) = self
+            .labels
+            .get(key.as_str())
+            .or_else(|| self.lower_labels.get(&key.to_lowercase()))
+        {
+            return self.resolved(u);
+        }
+        if anchor.is_empty() {
+            // A file with no heading: the link names the document's part for that file, if any unit is in it.
+            if let Some((_, Some(u))) = self.files.iter().find(|(f, _)| f.ends_with(file)) {
+                return self.resolved(u);
+            }
+            return Resolution::Broken {
+                reason: format!("no file `{file}` in this document"),
+            };
+        }
+        Resolution::Broken {
+            reason: format!("no anchor `#{anchor}` in `{file}`"),
+        }
     }
 }
 
@@ -231,73 +274,51 @@ fn absolute(p: &Path) -> String {
     crate::paths::normalise(&p)
 }
 
-/// Resolves the mentions left `Pending` by [`resolve_local`] against the other documents of a corpus;
-/// what still does not resolve becomes a broken reference.
-pub fn resolve_corpus(docs: &mut [Document]) {
-    // file (absolute, normalised) → (document index, path relative to that document's root)
-    let mut files: HashMap<String, (usize, String)> = HashMap::default();
-    let mut mains: HashMap<String, usize> = HashMap::default();
-    for (d, doc) in docs.iter().enumerate() {
+/// What references across documents need of every document of a corpus (its labels, anchors and
+/// files; see `Targets`), gathered one document at a time: the corpus stage adds every document,
+/// then resolves each one's pending mentions, without holding the documents themselves.
+#[derive(Default)]
+pub struct CorpusIndex {
+    /// File (absolute, normalised) → (document, path relative to that document's root).
+    files: HashMap<String, (usize, String)>,
+    /// LaTeX main file without `.tex` → document.
+    mains: HashMap<String, usize>,
+    targets: Vec<Targets>,
+}
+
+impl CorpusIndex {
+    /// Adds what `doc` offers the other documents (the first document to claim a file keeps it).
+    pub fn add(&mut self, doc: &Document) {
+        let d = self.targets.len();
         let root = root_dir(doc);
         for f in &doc.files {
             let rel =
                 crate::paths::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)));
-            files.entry(absolute(Path::new(f))).or_insert((d, rel));
+            self.files.entry(absolute(Path::new(f))).or_insert((d, rel));
         }
         if doc.format == Some(Format::Latex) {
             let main = absolute(Path::new(&doc.path));
-            mains.insert(main.trim_end_matches(".tex").to_string(), d);
+            self.mains
+                .insert(main.trim_end_matches(".tex").to_string(), d);
         }
+        self.targets.push(Targets::of(doc));
     }
-    let mut updates: Vec<(usize, usize, Resolution)> = Vec::new();
-    let indexes: Vec<Index> = docs.iter().map(Index::new).collect();
-    for (d, doc) in docs.iter().enumerate() {
+
+    /// Resolves the mentions of `doc` left `Pending` by its own parse against the documents
+    /// added; what still does not resolve becomes a broken reference.
+    pub fn resolve(&self, doc: &mut Document) {
         let root = root_dir(doc);
+        let mut updates: Vec<(usize, Resolution)> = Vec::new();
         for (mi, m) in doc.mentions.iter().enumerate() {
             if m.resolution != Resolution::Pending {
                 continue;
             }
             let r = match &m.key {
-                TargetKey::Label(l) => {
-                    let mut r = Resolution::Broken {
-                        reason: format!(
-                            "no \\label{{{l}}} in this document or its external documents"
-                        ),
-                    };
-                    for (prefix, path) in &doc.externals {
-                        let Some(rest) = l.strip_prefix(prefix.as_str()) else {
-                            continue;
-                        };
-                        let target = absolute(&root.join(path));
-                        let target = target.trim_end_matches(".tex");
-                        let Some(&t) = mains.get(target) else {
-                            r = Resolution::Broken {
-                                reason: format!(
-                                    "external document `{path}` is not in the indexed corpus"
-                                ),
-                            };
-                            continue;
-                        };
-                        match indexes[t].labels.get(rest) {
-                            Some(&u) => {
-                                r = resolved(&docs[t], u);
-                                break;
-                            }
-                            None => {
-                                r = Resolution::Broken {
-                                    reason: format!(
-                                        "no \\label{{{rest}}} in external document `{path}`"
-                                    ),
-                                }
-                            }
-                        }
-                    }
-                    r
-                }
+                TargetKey::Label(l) => self.external_label(doc, &root, l),
                 TargetKey::Anchor { file, anchor } => {
                     let target = absolute(&root.join(file));
-                    match files.get(&target) {
-                        Some(&(t, ref rel)) => by_anchor(&docs[t], &indexes[t], rel, anchor),
+                    match self.files.get(&target) {
+                        Some(&(t, ref rel)) => self.targets[t].anchor(rel, anchor),
                         None => Resolution::Broken {
                             reason: format!("link target `{file}` is not in the indexed corpus"),
                         },
@@ -307,11 +328,51 @@ pub fn resolve_corpus(docs: &mut [Document]) {
                     reason: format!("`{other}` did not resolve"),
                 },
             };
-            updates.push((d, mi, r));
+            updates.push((mi, r));
+        }
+        for (mi, r) in updates {
+            doc.mentions[mi].resolution = r;
         }
     }
-    drop(indexes);
-    for (d, mi, r) in updates {
-        docs[d].mentions[mi].resolution = r;
+
+    /// A label that names another document through an `\externaldocument` prefix.
+    fn external_label(&self, doc: &Document, root: &Path, l: &str) -> Resolution {
+        let mut r = Resolution::Broken {
+            reason: format!("no \\label{{{l}}} in this document or its external documents"),
+        };
+        for (prefix, path) in &doc.externals {
+            let Some(rest) = l.strip_prefix(prefix.as_str()) else {
+                continue;
+            };
+            let target = absolute(&root.join(path));
+            let target = target.trim_end_matches(".tex");
+            let Some(&t) = self.mains.get(target) else {
+                r = Resolution::Broken {
+                    reason: format!("external document `{path}` is not in the indexed corpus"),
+                };
+                continue;
+            };
+            match self.targets[t].labels.get(rest) {
+                Some(u) => return self.targets[t].resolved(u),
+                None => {
+                    r = Resolution::Broken {
+                        reason: format!("no \\label{{{rest}}} in external document `{path}`"),
+                    }
+                }
+            }
+        }
+        r
+    }
+}
+
+/// Resolves the mentions left `Pending` by [`resolve_local`] against the other documents of a
+/// corpus (a [`CorpusIndex`] of them all); what still does not resolve becomes a broken reference.
+pub fn resolve_corpus(docs: &mut [Document]) {
+    let mut index = CorpusIndex::default();
+    for doc in docs.iter() {
+        index.add(doc);
+    }
+    for doc in docs.iter_mut() {
+        index.resolve(doc);
     }
 }

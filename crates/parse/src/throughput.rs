@@ -103,14 +103,18 @@ pub enum Pathological {
     UnclosedRefs,
     /// `n` sections of one short paragraph each (a section's summary reads its paragraphs).
     ManySections,
+    /// One Markdown file of `n` headings alike but for a number, each with a paragraph alike
+    /// too: every unit is RELATED-near every other one of its kind.
+    SimilarHeadings,
 }
 
 impl Pathological {
     /// Every case.
-    pub const ALL: [Pathological; 3] = [
+    pub const ALL: [Pathological; 4] = [
         Pathological::NestedEnumerates,
         Pathological::UnclosedRefs,
         Pathological::ManySections,
+        Pathological::SimilarHeadings,
     ];
 
     /// Its name in reports.
@@ -119,6 +123,7 @@ impl Pathological {
             Pathological::NestedEnumerates => "nested enumerate with \\label",
             Pathological::UnclosedRefs => "unclosed \\ref{",
             Pathological::ManySections => "sections (summary context)",
+            Pathological::SimilarHeadings => "similar Markdown headings (RELATED)",
         }
     }
 
@@ -128,11 +133,26 @@ impl Pathological {
             Pathological::NestedEnumerates => 100_000,
             Pathological::UnclosedRefs => 300_000,
             Pathological::ManySections => 20_000,
+            Pathological::SimilarHeadings => 10_000,
         }
     }
 
-    /// The LaTeX document of size `n`.
-    pub fn latex(self, n: usize) -> String {
+    /// The document of size `n`: its file name and text.
+    pub fn document(self, n: usize) -> (&'static str, String) {
+        if self == Pathological::SimilarHeadings {
+            let mut text = String::from("# Configuration reference\n\n");
+            for k in 0..n {
+                text.push_str(&format!(
+                    "## Configuration option {k}\n\nSets option {k} of the server configuration.\n\n"
+                ));
+            }
+            return ("reference.md", text);
+        }
+        ("main.tex", self.latex(n))
+    }
+
+    /// The LaTeX text of size `n` (the cases but [`Pathological::SimilarHeadings`]).
+    fn latex(self, n: usize) -> String {
         let mut text = String::from("\\documentclass{article}\\begin{document}\n");
         match self {
             Pathological::NestedEnumerates => {
@@ -146,7 +166,7 @@ impl Pathological {
                 text.push_str(&"\\ref{".repeat(n));
                 text.push_str("\n\nA closed one: \\ref{x}.\n");
             }
-            Pathological::ManySections => {
+            Pathological::ManySections | Pathological::SimilarHeadings => {
                 for k in 0..n {
                     text.push_str(&format!(
                         "\\section{{Part {k}}}\nThe bound of part {k} holds for every $x_{k}$.\n\n"

@@ -312,7 +312,7 @@ pub struct RelatedConfig {
     pub theta: f64,
     /// Pairs inside each document, or across the corpus.
     pub scope: RelatedScope,
-    /// Neighbours asked per unit.
+    /// At most this many RELATED edges per unit, the strongest (0 is taken as 1).
     pub k: usize,
 }
 

@@ -3,10 +3,14 @@
 //! runs the same corpus stage and commit.
 
 use crate::config::{IndexConfig, RelatedConfig};
-use crate::index::{CommitReport, Corpus, IndexJob, commit, load_inputs, previous_parts};
+use crate::index::{
+    Assembled, CommitReport, Corpus, CorpusSummary, IndexJob, Previous, commit, corpus_key,
+    discover_inputs, thread_pool,
+};
 use crate::stage::{Part, Settings, Stage, assemble, part_key};
 use crate::{Error, Progress, Result, io};
 use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dead_queue};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
@@ -311,6 +315,7 @@ pub fn coordinator(
     progress: &dyn Progress,
 ) -> Result<CoordinatorReport> {
     let started_at = ledger_store::now_rfc3339();
+    let start = Instant::now();
     std::fs::create_dir_all(&options.out)
         .map_err(io(|| format!("creating {}", options.out.display())))?;
     let lock_path = options.out.join(".coordinator.lock");
@@ -335,9 +340,9 @@ pub fn coordinator(
         Some(url) => ledger_store::PartStore::open(url).map_err(crate::store(|| "store.parts"))?,
         None => ledger_store::PartStore::of_graph(&out),
     };
-    let corpus = load_inputs(&paths, &options.index, progress)?;
+    let (sources, diagnostics) = discover_inputs(&paths)?;
     let stage = Stage::new(options.settings.clone())?;
-    let previous = previous_parts(&out);
+    let previous = Previous::of(&out);
     let settings = serde_json::to_value(&options.settings)?;
     let run = format!(
         "{}-{}",
@@ -348,13 +353,33 @@ pub fn coordinator(
         std::process::id()
     );
     let events = format!("ledger.events.{run}");
+    // Each document's part key: from its record when its inputs are unchanged, else from a parse
+    // (without token counts, which the key does not depend on; the workers parse it again).
+    let pool = thread_pool(options.index.jobs)?;
+    progress.start("scanning", sources.len() as u64);
+    let scanned: Vec<(String, bool)> = pool.install(|| {
+        sources
+            .par_iter()
+            .map(|source| {
+                let key = previous
+                    .unchanged(source, stage.fingerprint())
+                    .unwrap_or_else(|| {
+                        let doc = ledger_parse::parse(source, None);
+                        part_key(&doc.id, &doc.content_hash, stage.fingerprint())
+                    });
+                let complete =
+                    parts.has(&key) && Part::read(&parts, &key).is_ok_and(|p| p.complete());
+                progress.advance(&source.id);
+                (key, complete)
+            })
+            .collect()
+    });
+    progress.finish();
     let mut keys: BTreeMap<String, String> = BTreeMap::new();
     let mut jobs = Vec::new();
     let mut report = CoordinatorReport::default();
-    for doc in &corpus.docs {
-        let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
-        keys.insert(doc.id.clone(), key.clone());
-        let complete = parts.has(&key) && Part::read(&parts, &key).is_ok_and(|p| p.complete());
+    for (source, (key, complete)) in sources.iter().zip(scanned) {
+        keys.insert(source.id.clone(), key.clone());
         if complete {
             report.reused += 1;
             continue;
@@ -364,11 +389,11 @@ pub fn coordinator(
             run: run.clone(),
             events: events.clone(),
             parts: parts.url(),
-            doc_id: doc.id.clone(),
-            source: doc.path.clone(),
-            format: doc.format.unwrap_or(ledger_core::Format::Latex),
+            doc_id: source.id.clone(),
+            source: source.path.display().to_string(),
+            format: source.format,
             key,
-            previous_key: previous.get(&doc.id).cloned(),
+            previous_key: previous.part_of(&source.id).map(str::to_string),
             fingerprint: stage.fingerprint().to_string(),
             settings: settings.clone(),
             attempt: 0,
@@ -379,16 +404,23 @@ pub fn coordinator(
     let usage = runtime()?.block_on(follow(options, &events, &run, jobs, &mut report, progress))?;
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
-    let mut done = Vec::new();
     keys.retain(|doc, _| !dead.contains(doc.as_str()));
+    let mut done = Vec::new();
     for key in keys.values() {
         done.push(Part::read(&parts, key)?);
     }
-    let (docs, semantic) = assemble(done, &options.related, stage.semantic_names())?;
+    let names = stage.semantic_names();
+    let key = corpus_key(&keys, &options.related, names.as_ref(), &diagnostics);
+    let unchanged = report.published == 0 && previous.version > 0 && key == previous.corpus_key;
+    let related = RelatedConfig {
+        enabled: options.related.enabled && !unchanged,
+        ..options.related.clone()
+    };
+    let (docs, semantic) = assemble(done, &related, names)?;
     let corpus = Corpus {
         docs,
-        diagnostics: corpus.diagnostics,
-        seconds: corpus.seconds,
+        diagnostics,
+        seconds: 0.0,
     };
     let job = IndexJob {
         paths: &paths,
@@ -398,7 +430,23 @@ pub fn coordinator(
         related: &options.related,
         command: &options.command,
     };
-    report.commit = Some(commit(&job, usage, &corpus, &semantic, keys, started_at)?);
+    report.commit = Some(if unchanged {
+        CommitReport {
+            summary: CorpusSummary::of(&corpus),
+            current: out.join("current"),
+            version: previous.version,
+            written: false,
+            write_seconds: 0.0,
+        }
+    } else {
+        let assembled = Assembled {
+            corpus: &corpus,
+            semantic: &semantic,
+            parts: keys,
+            corpus_key: key,
+        };
+        commit(&job, &assembled, usage, started_at, start)?
+    });
     drop(lock);
     Ok(report)
 }

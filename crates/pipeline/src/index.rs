@@ -20,7 +20,7 @@ pub struct Corpus {
     pub docs: Vec<Document>,
     /// Problems with the inputs themselves (missing paths, unknown file types).
     pub diagnostics: Vec<Diagnostic>,
-    /// Wall-clock time of discovery and parsing.
+    /// Wall-clock time of discovery and parsing (0: not measured apart).
     pub seconds: f64,
 }
 
@@ -41,7 +41,8 @@ pub fn document_errors(docs: &[Document]) -> Vec<String> {
         .collect()
 }
 
-fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
+/// A rayon pool of `jobs` threads (0: one per core).
+pub(crate) fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
@@ -74,17 +75,11 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig, progress: &dyn Progress) ->
     })
 }
 
-/// Parses the inputs, refusing to go on when an input itself is bad (a missing path must not
-/// replace a good graph with an empty one); unreadable documents are kept (see
-/// [`Corpus::document_errors`]).
-pub fn load_inputs(
-    paths: &[PathBuf],
-    config: &IndexConfig,
-    progress: &dyn Progress,
-) -> Result<Corpus> {
-    let corpus = load(paths, config, progress)?;
-    let bad_inputs: Vec<String> = corpus
-        .diagnostics
+/// Discovers the documents under `paths`, refusing to go on when an input itself is bad (a
+/// missing path must not replace a good graph with an empty one).
+pub fn discover_inputs(paths: &[PathBuf]) -> Result<(Vec<ledger_parse::Source>, Vec<Diagnostic>)> {
+    let (sources, diagnostics) = ledger_parse::discover(paths);
+    let bad_inputs: Vec<String> = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .map(ToString::to_string)
@@ -92,16 +87,91 @@ pub fn load_inputs(
     if !bad_inputs.is_empty() {
         return Err(Error::BadInput(bad_inputs.join("\n")));
     }
-    Ok(corpus)
+    Ok((sources, diagnostics))
 }
 
-/// The part each document of the graph's current version came from (document id → key); empty
-/// when there is no graph yet.
-pub fn previous_parts(graph: &Path) -> BTreeMap<String, String> {
-    ledger_store::current_version(graph)
-        .and_then(|dir| ledger_store::Manifest::read(&dir))
-        .map(|m| m.parts)
-        .unwrap_or_default()
+/// Parses the inputs, refusing to go on when an input itself is bad (see [`discover_inputs`]);
+/// unreadable documents are kept (see [`Corpus::document_errors`]).
+pub fn load_inputs(
+    paths: &[PathBuf],
+    config: &IndexConfig,
+    progress: &dyn Progress,
+) -> Result<Corpus> {
+    discover_inputs(paths)?;
+    load(paths, config, progress)
+}
+
+/// The graph's current version as a new run sees it: the part each document came from and what
+/// each was parsed from. Empty when there is no graph yet (or one of another schema version).
+#[derive(Debug, Default)]
+pub struct Previous {
+    /// Its version number (0: none).
+    pub version: u64,
+    /// Document id → the part it came from.
+    pub parts: BTreeMap<String, String>,
+    /// What decided its content ([`corpus_key`]).
+    pub corpus_key: String,
+    /// Document id → what it was parsed from.
+    parsed: BTreeMap<String, ledger_store::Parsed>,
+}
+
+impl Previous {
+    /// Reads what the current version of `graph` recorded.
+    pub fn of(graph: &Path) -> Previous {
+        let Some(manifest) = ledger_store::current_version(graph)
+            .and_then(|dir| ledger_store::Manifest::read(&dir))
+            .ok()
+        else {
+            return Previous::default();
+        };
+        let parsed = ledger_store::read_parsed(graph)
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "inputs of the previous version unreadable"),
+            )
+            .unwrap_or_default();
+        Previous {
+            version: manifest.version,
+            parts: manifest.parts,
+            corpus_key: manifest.corpus_key,
+            parsed,
+        }
+    }
+
+    /// The part document `doc_id` came from.
+    pub fn part_of(&self, doc_id: &str) -> Option<&str> {
+        self.parts.get(doc_id).map(String::as_str)
+    }
+
+    /// The key of `source`'s part when parsing it again would give the same document: the same
+    /// main path, every recorded observation of its parse holding again (same bytes in every file
+    /// read, same answers to every path looked for), and the same stage `fingerprint`.
+    pub fn unchanged(&self, source: &ledger_parse::Source, fingerprint: &str) -> Option<String> {
+        let parsed = self.parsed.get(&source.id)?;
+        let key = self.parts.get(&source.id)?;
+        let same = parsed.path == source.path.display().to_string()
+            && *key == part_key(&source.id, &parsed.content_hash, fingerprint)
+            && ledger_parse::inputs::unchanged(&parsed.inputs);
+        same.then(|| key.clone())
+    }
+}
+
+/// What decides a graph version's content besides its parts' own: hashes the part of every
+/// document, the corpus stage's settings (RELATED), the embedding model and summarizer, and the
+/// inputs' own diagnostics. A run that reuses every part as it was and comes to the current
+/// version's key has nothing to write.
+pub fn corpus_key(
+    parts: &BTreeMap<String, String>,
+    related: &RelatedConfig,
+    names: Option<&(String, usize, String)>,
+    diagnostics: &[Diagnostic],
+) -> String {
+    let what = serde_json::json!({
+        "parts": parts,
+        "related": related,
+        "names": names,
+        "diagnostics": diagnostics,
+    });
+    ledger_core::content_hash(what.to_string().as_bytes())
 }
 
 /// The document stage for one document, reusing its part when one with the same key is complete,
@@ -112,18 +182,13 @@ pub fn process_document(
     parts: &ledger_store::PartStore,
     doc: Document,
     previous_key: Option<&str>,
-) -> Result<(Part, String, DocReport)> {
+) -> Result<Staged> {
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     let mut cache = None;
     if parts.has(&key) {
-        let mut part = Part::read(parts, &key)?;
+        let part = Part::read(parts, &key)?;
         if part.complete() {
-            // Nothing of it is judged again in this run.
-            for j in &mut part.doc.judgments {
-                j.reused = true;
-            }
-            let report = DocReport::reused(&part);
-            return Ok((part, key, report));
+            return Ok(Staged::reused(part, key, true));
         }
         cache = Some(part);
     }
@@ -136,7 +201,65 @@ pub fn process_document(
     }
     let (part, report) = stage.process(doc, cache.as_ref())?;
     part.write(parts, &key)?;
-    Ok((part, key, report))
+    Ok(Staged {
+        part,
+        key,
+        report,
+        parsed: true,
+        reused: false,
+    })
+}
+
+/// One document after the document stage.
+pub struct Staged {
+    /// Its part.
+    pub part: Part,
+    /// The part's key.
+    pub key: String,
+    /// What the stage did.
+    pub report: DocReport,
+    /// Whether it was parsed (false: its recorded inputs held, its part was reused unread).
+    pub parsed: bool,
+    /// Whether its complete part was reused as it was (nothing judged or embedded again).
+    pub reused: bool,
+}
+
+impl Staged {
+    /// A complete part reused as it is: nothing of it is judged again in this run.
+    fn reused(mut part: Part, key: String, parsed: bool) -> Staged {
+        for j in &mut part.doc.judgments {
+            j.reused = true;
+        }
+        let report = DocReport::reused(&part);
+        Staged {
+            part,
+            key,
+            report,
+            parsed,
+            reused: true,
+        }
+    }
+}
+
+/// The document stage for `source`: its part reused without parsing when [`Previous::unchanged`]
+/// says a parse would give the same document and that part is complete; else parsed and run
+/// through [`process_document`].
+pub fn stage_document(
+    stage: &Stage,
+    parts: &ledger_store::PartStore,
+    source: &ledger_parse::Source,
+    previous: &Previous,
+) -> Result<Staged> {
+    if let Some(key) = previous.unchanged(source, stage.fingerprint())
+        && parts.has(&key)
+    {
+        let part = Part::read(parts, &key)?;
+        if part.complete() {
+            return Ok(Staged::reused(part, key, false));
+        }
+    }
+    let doc = stage.parse(source);
+    process_document(stage, parts, doc, previous.part_of(&source.id))
 }
 
 /// What `ledger index` is asked to do.
@@ -155,15 +278,17 @@ pub struct IndexJob<'a> {
     pub command: &'a str,
 }
 
-/// A graph version written.
+/// A graph version written, or found current already.
 #[derive(Debug, Clone)]
 pub struct CommitReport {
     /// What the graph holds.
     pub summary: CorpusSummary,
     /// `GRAPH/current`.
     pub current: PathBuf,
-    /// The version committed.
+    /// The version committed (or found current).
     pub version: u64,
+    /// False when the current version already held exactly this corpus: nothing was written.
+    pub written: bool,
     /// Seconds spent writing it.
     pub write_seconds: f64,
 }
@@ -171,33 +296,44 @@ pub struct CommitReport {
 impl fmt::Display for CommitReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.summary)?;
-        writeln!(
-            f,
-            "graph: {} (version {}), written in {:.2} s",
-            self.current.display(),
-            self.version,
-            self.write_seconds
-        )
+        if self.written {
+            writeln!(
+                f,
+                "graph: {} (version {}), written in {:.2} s",
+                self.current.display(),
+                self.version,
+                self.write_seconds
+            )
+        } else {
+            writeln!(
+                f,
+                "graph: {} (version {}) unchanged: it already holds these documents with these settings; nothing written",
+                self.current.display(),
+                self.version,
+            )
+        }
     }
 }
 
 /// What `ledger index` did.
 pub struct IndexReport {
-    /// The graph version written.
+    /// The graph version written (or found current).
     pub commit: CommitReport,
     /// The documents' own errors (they were stored all the same).
     pub document_errors: Vec<String>,
     /// The document stages, summed over documents.
     pub stage: DocReport,
+    /// Documents parsed in this run (the others' recorded inputs held: reused unparsed).
+    pub parsed: usize,
     /// The DEPENDS judge's name and window, when DEPENDS edges are on.
     pub judge: Option<(String, usize)>,
     /// RELATED settings, when summaries and embeddings are on.
     pub related: Option<RelatedConfig>,
-    /// RELATED edges found.
-    pub related_edges: usize,
+    /// RELATED edges found (`None` when the graph was unchanged and they were not recomputed).
+    pub related_edges: Option<usize>,
     /// Embeddings in the graph, their model and summarizer.
     pub embeddings: (usize, String, String),
-    /// Seconds of the document stages.
+    /// Seconds of discovery and the document stages.
     pub stage_seconds: f64,
     /// Seconds of the corpus stage.
     pub corpus_seconds: f64,
@@ -227,14 +363,19 @@ impl fmt::Display for IndexReport {
                 r.completion_tokens,
             )?;
         }
-        if let Some(related) = &self.related {
-            let stats = &self.stage.semantic;
+        if let (Some(related), Some(edges)) = (&self.related, self.related_edges) {
             let (embeddings, model, summarizer) = &self.embeddings;
             writeln!(
                 f,
-                "related: {} RELATED edges at cosine > {} ({} scope) from {embeddings} embeddings ({model}, summaries {summarizer}), in {:.2} s",
-                self.related_edges, related.theta, related.scope, self.corpus_seconds,
+                "related: {edges} RELATED edges at cosine > {} ({} scope, at most {} per unit) from {embeddings} embeddings ({model}, summaries {summarizer}), in {:.2} s",
+                related.theta,
+                related.scope,
+                related.k.max(1),
+                self.corpus_seconds,
             )?;
+        }
+        if self.related.is_some() {
+            let stats = &self.stage.semantic;
             writeln!(
                 f,
                 "cache: {} summaries and {} vectors reused, {} summaries written, {} vectors computed{}",
@@ -252,66 +393,105 @@ impl fmt::Display for IndexReport {
                 }
             )?;
         }
-        writeln!(f, "document stage: {:.2} s", self.stage_seconds)
+        writeln!(
+            f,
+            "document stage: {} of {} documents parsed ({} unchanged since the last run, not parsed again), {:.2} s",
+            self.parsed,
+            self.commit.summary.documents,
+            self.commit.summary.documents - self.parsed,
+            self.stage_seconds
+        )
     }
 }
 
 /// `ledger index PATH... --out GRAPH`: the embedded mode. Every document goes through the same
-/// document stage as a worker's job (rayon over documents), then the corpus stage commits.
+/// document stage as a worker's job (rayon over documents: parsed, judged, embedded and written
+/// as a part, one at a time per thread), then the corpus stage commits.
 pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<IndexReport> {
     let started_at = ledger_store::now_rfc3339();
-    let out = job.out;
-    let corpus = load_inputs(job.paths, job.index, progress)?;
-    let document_errors = corpus.document_errors();
-    let previous = previous_parts(out);
-    let stage_start = Instant::now();
+    let start = Instant::now();
+    let (sources, diagnostics) = discover_inputs(job.paths)?;
+    let previous = Previous::of(job.out);
     let pool = thread_pool(job.index.jobs)?;
-    let results: Vec<Result<(Part, String, DocReport)>> = pool.install(|| {
-        corpus
-            .docs
-            .into_par_iter()
-            .map(|doc| {
-                let previous_key = previous.get(&doc.id).map(String::as_str);
-                let id = doc.id.clone();
-                process_document(stage, job.parts, doc, previous_key).map_err(|e| {
-                    Error::Invalid(format!("document {id}: {}", crate::error_chain(&e)))
-                })
+    progress.start("documents", sources.len() as u64);
+    let results: Vec<Result<Staged>> = pool.install(|| {
+        sources
+            .par_iter()
+            .map(|source| {
+                let staged = stage_document(stage, job.parts, source, &previous).map_err(|e| {
+                    Error::Invalid(format!(
+                        "document {}: {}",
+                        source.id,
+                        crate::error_chain(&e)
+                    ))
+                });
+                progress.advance(&source.id);
+                staged
             })
             .collect()
     });
+    progress.finish();
     let mut parts = Vec::with_capacity(results.len());
     let mut keys = BTreeMap::new();
     let mut report = DocReport::default();
+    let (mut parsed, mut all_reused) = (0, true);
     for r in results {
-        let (part, key, r) = r?;
-        report.add(&r);
-        keys.insert(part.doc.id.clone(), key);
-        parts.push(part);
+        let staged = r?;
+        report.add(&staged.report);
+        parsed += usize::from(staged.parsed);
+        all_reused &= staged.reused;
+        keys.insert(staged.part.doc.id.clone(), staged.key);
+        parts.push(staged.part);
     }
-    let stage_seconds = stage_start.elapsed().as_secs_f64();
+    let stage_seconds = start.elapsed().as_secs_f64();
     let corpus_start = Instant::now();
-    let (docs, semantic) = assemble(parts, job.related, stage.semantic_names())?;
+    let names = stage.semantic_names();
+    let key = corpus_key(&keys, job.related, names.as_ref(), &diagnostics);
+    let unchanged = all_reused && previous.version > 0 && key == previous.corpus_key;
+    // An unchanged corpus keeps its RELATED edges: the version holding them stays current.
+    let related = RelatedConfig {
+        enabled: job.related.enabled && !unchanged,
+        ..job.related.clone()
+    };
+    let (docs, semantic) = assemble(parts, &related, names)?;
     let corpus = Corpus {
         docs,
-        diagnostics: corpus.diagnostics,
-        seconds: corpus.seconds,
+        diagnostics,
+        seconds: 0.0,
     };
     let corpus_seconds = corpus_start.elapsed().as_secs_f64();
-    let usage = stage
-        .chat()
-        .map(|c| c.usage().snapshot())
-        .unwrap_or_default();
-    let commit = commit(job, usage, &corpus, &semantic, keys, started_at)?;
+    let commit = if unchanged {
+        CommitReport {
+            summary: CorpusSummary::of(&corpus),
+            current: job.out.join("current"),
+            version: previous.version,
+            written: false,
+            write_seconds: 0.0,
+        }
+    } else {
+        let usage = stage
+            .chat()
+            .map(|c| c.usage().snapshot())
+            .unwrap_or_default();
+        let assembled = Assembled {
+            corpus: &corpus,
+            semantic: &semantic,
+            parts: keys,
+            corpus_key: key,
+        };
+        commit(job, &assembled, usage, started_at, start)?
+    };
     let settings = stage.settings();
     Ok(IndexReport {
         commit,
-        document_errors,
+        document_errors: document_errors(&corpus.docs),
         stage: report,
+        parsed,
         judge: stage
             .judge()
             .map(|j| (j.name().to_string(), settings.depends.window)),
         related: settings.embed_enabled.then(|| job.related.clone()),
-        related_edges: semantic.related.len(),
+        related_edges: (!unchanged).then_some(semantic.related.len()),
         embeddings: (
             semantic.embeddings.len(),
             semantic.model.clone(),
@@ -323,16 +503,29 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     })
 }
 
-/// Writes the graph version (and drops the parts it no longer needs).
+/// The corpus stage's result, ready to commit.
+pub struct Assembled<'a> {
+    /// The documents, resolved, and the inputs' diagnostics.
+    pub corpus: &'a Corpus,
+    /// Embeddings and RELATED edges.
+    pub semantic: &'a Semantic,
+    /// Document id → the part it came from.
+    pub parts: BTreeMap<String, String>,
+    /// What decided the content ([`corpus_key`]).
+    pub corpus_key: String,
+}
+
+/// Writes the graph version (and drops the parts it no longer needs); `start` is when the run
+/// began (its wall time goes to the `runs` table).
 pub fn commit(
     job: &IndexJob,
+    assembled: &Assembled,
     usage: ledger_llm::UsageSnapshot,
-    corpus: &Corpus,
-    semantic: &Semantic,
-    parts: BTreeMap<String, String>,
     started_at: String,
+    start: Instant,
 ) -> Result<CommitReport> {
-    let keep: std::collections::HashSet<String> = parts.values().cloned().collect();
+    let keep: std::collections::HashSet<String> = assembled.parts.values().cloned().collect();
+    let corpus = assembled.corpus;
     let run = ledger_store::RunInfo {
         started_at,
         command: job.command.to_string(),
@@ -342,23 +535,30 @@ pub fn commit(
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(" "),
-        seconds: corpus.seconds,
+        seconds: start.elapsed().as_secs_f64(),
         llm_requests: usage.requests,
         llm_prompt_tokens: usage.prompt_tokens,
         llm_completion_tokens: usage.completion_tokens,
-        parts,
+        parts: assembled.parts.clone(),
+        corpus_key: assembled.corpus_key.clone(),
     };
     let write_start = Instant::now();
-    let manifest =
-        ledger_store::write_graph(job.out, &corpus.docs, &corpus.diagnostics, semantic, &run)
-            .map_err(crate::store(|| {
-                format!("writing graph {}", job.out.display())
-            }))?;
+    let manifest = ledger_store::write_graph(
+        job.out,
+        &corpus.docs,
+        &corpus.diagnostics,
+        assembled.semantic,
+        &run,
+    )
+    .map_err(crate::store(|| {
+        format!("writing graph {}", job.out.display())
+    }))?;
     job.parts.prune(&keep);
     Ok(CommitReport {
         summary: CorpusSummary::of(corpus),
         current: job.out.join("current"),
         version: manifest.version,
+        written: true,
         write_seconds: write_start.elapsed().as_secs_f64(),
     })
 }
@@ -411,16 +611,13 @@ pub fn estimate(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Resul
         });
     };
     // The judgments a run could reuse: those of the parts it would read.
-    let previous = previous_parts(job.out);
+    let previous = Previous::of(job.out);
     let mut cache = ledger_llm::depends::Cache::new();
     for doc in &corpus.docs {
         let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
-        for k in [
-            Some(key.as_str()),
-            previous.get(&doc.id).map(String::as_str),
-        ]
-        .into_iter()
-        .flatten()
+        for k in [Some(key.as_str()), previous.part_of(&doc.id)]
+            .into_iter()
+            .flatten()
         {
             if let Ok(p) = Part::read(job.parts, k) {
                 cache.extend(p.judgment_cache(judge.name()));
@@ -457,7 +654,8 @@ pub struct CorpusSummary {
     pub mentions: (usize, usize, usize),
     /// Diagnostics per severity (documents' and inputs').
     pub diagnostics: BTreeMap<Severity, usize>,
-    /// Seconds of discovery and parsing.
+    /// Seconds of discovery and parsing; 0 when not measured apart (`ledger index` parses
+    /// inside the document stage and reports that stage's time).
     pub seconds: f64,
 }
 
@@ -538,12 +736,15 @@ impl fmt::Display for CorpusSummary {
                     .join(", ")
             }
         )?;
-        writeln!(
-            f,
-            "parsed in {:.2} s ({:.1} MB/s)",
-            self.seconds,
-            mb / self.seconds.max(1e-9)
-        )
+        if self.seconds > 0.0 {
+            writeln!(
+                f,
+                "parsed in {:.2} s ({:.1} MB/s)",
+                self.seconds,
+                mb / self.seconds
+            )?;
+        }
+        Ok(())
     }
 }
 

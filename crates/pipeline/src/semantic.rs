@@ -9,7 +9,7 @@ use ledger_core::{Document, Edge, EdgeKind, Semantic, UnitEmbedding, UnitKind, c
 use ledger_embed::summary::{SummaryInput, input_hash, summarize};
 use ledger_embed::{
     Embedder, Extractive, HashingEmbedder, HnswParams, MiniLm, NeighbourIndex, Summarizer,
-    exact_pairs_above,
+    bounded_pairs, exact_neighbours,
 };
 use ledger_llm::{Client, Endpoint, LlmSummarizer, OpenAiEmbedder};
 use std::collections::{HashMap, HashSet};
@@ -365,8 +365,9 @@ pub fn embed(
 }
 
 /// RELATED edges among the embedded units of `docs`: cosine above θ within each document (or
-/// across the corpus), once per pair, from the earlier unit to the later, never where another
-/// edge already links the pair (REFERENCES > DEPENDS > CONTAINS > RELATED).
+/// across the corpus), never where another edge already links the pair (REFERENCES > DEPENDS >
+/// CONTAINS > RELATED), at most `k` per unit, the strongest first ([`bounded_pairs`]); stored
+/// once per pair, from the earlier unit to the later.
 pub fn related(
     docs: &[Document],
     semantic: &Semantic,
@@ -424,19 +425,20 @@ pub fn related(
         g
     };
     let theta = config.theta as f32;
-    let params = HnswParams {
-        k: config.k.max(1),
-        ..HnswParams::default()
-    };
+    let k = config.k.max(1);
     let mut related = Vec::new();
     for group in groups.iter().filter(|g| g.len() > 1) {
         let vs: Vec<Vec<f32>> = group.iter().map(|&k| vectors[k].clone()).collect();
-        let pairs = if vs.len() < EXACT_BELOW {
-            exact_pairs_above(&vs, theta)
-        } else {
-            NeighbourIndex::build(&vs, params).pairs_above(&vs, theta)
+        let skip = |a: usize, b: usize| {
+            let ((d1, u1, _), (d2, u2, _)) = (items[group[a]], items[group[b]]);
+            d1 == d2 && linked.contains(&(d1, u1.min(u2), d2, u1.max(u2)))
         };
-        for (a, b, score) in pairs {
+        let neighbours = if vs.len() < EXACT_BELOW {
+            exact_neighbours(&vs, theta, k, &skip)
+        } else {
+            NeighbourIndex::build(&vs, HnswParams::default()).neighbours(&vs, theta, k, &skip)
+        };
+        for (a, b, score) in bounded_pairs(&neighbours, k) {
             let (x, y) = (&items[group[a]], &items[group[b]]);
             // Stored once, from the earlier unit (document order) to the later.
             let ((d1, u1), (d2, u2)) = if (x.0, x.1) <= (y.0, y.1) {
@@ -444,9 +446,6 @@ pub fn related(
             } else {
                 ((y.0, y.1), (x.0, x.1))
             };
-            if d1 == d2 && linked.contains(&(d1, u1.min(u2), d2, u1.max(u2))) {
-                continue;
-            }
             related.push(Edge {
                 src_doc: docs[d1].id.clone(),
                 src_unit: docs[d1].units[u1].id.clone(),

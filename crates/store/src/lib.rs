@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! GRAPH/current -> versions/000007        (symlink, swapped atomically on commit)
-//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,embeddings,judgments,runs}.parquet
+//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,embeddings,judgments,inputs,runs}.parquet
 //! GRAPH/versions/000007/manifest.json     (schema version, row counts)
 //! ```
 //!
@@ -19,7 +19,7 @@ mod sql;
 mod write;
 
 pub use parts::PartStore;
-pub use read::{read_edges, read_embeddings, read_judgments, read_units};
+pub use read::{Parsed, read_edges, read_embeddings, read_judgments, read_parsed, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};
 pub use write::{Manifest, RunInfo, now_rfc3339, rfc3339, write_graph};

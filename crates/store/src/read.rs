@@ -225,3 +225,55 @@ pub fn read_edges(graph: &Path) -> Result<Vec<ledger_core::Edge>> {
     }
     Ok(out)
 }
+
+/// What a document of a graph was parsed from: its path, content hash and inputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The main file or book folder, as given.
+    pub path: String,
+    /// blake3 of all bytes read.
+    pub content_hash: String,
+    /// Every path its parse looked at (empty when not recorded).
+    pub inputs: Vec<ledger_core::Input>,
+}
+
+/// What each document of the current version was parsed from (document id → [`Parsed`]): the
+/// `documents` table's path and hash with the `inputs` table's rows.
+pub fn read_parsed(graph: &Path) -> Result<std::collections::BTreeMap<String, Parsed>> {
+    let mut out = std::collections::BTreeMap::<String, Parsed>::new();
+    for batch in table(graph, "documents")? {
+        let batch = batch?;
+        let s = |n: &str| column::<StringArray>(&batch, n);
+        let (ids, paths, hashes) = (s("doc_id")?, s("path")?, s("content_hash")?);
+        for i in 0..batch.num_rows() {
+            out.insert(
+                ids.value(i).to_string(),
+                Parsed {
+                    path: paths.value(i).to_string(),
+                    content_hash: hashes.value(i).to_string(),
+                    inputs: Vec::new(),
+                },
+            );
+        }
+    }
+    for batch in table(graph, "inputs")? {
+        let batch = batch?;
+        let s = |n: &str| column::<StringArray>(&batch, n);
+        let (ids, paths, kinds, hashes) = (s("doc_id")?, s("path")?, s("kind")?, s("hash")?);
+        for i in 0..batch.num_rows() {
+            let seen = ledger_core::Seen::from_parts(kinds.value(i), hashes.value(i)).ok_or_else(
+                || StoreError::NotAGraph {
+                    path: graph.to_path_buf(),
+                    message: format!("unknown input kind {:?}", kinds.value(i)),
+                },
+            )?;
+            if let Some(parsed) = out.get_mut(ids.value(i)) {
+                parsed.inputs.push(ledger_core::Input {
+                    path: paths.value(i).to_string(),
+                    seen,
+                });
+            }
+        }
+    }
+    Ok(out)
+}

@@ -5,10 +5,10 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::sync::{Arc, LazyLock};
 
 /// Version of the table layout, stored in every graph's `manifest.json`.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The tables of a graph, in the order they are written.
-pub const TABLES: [&str; 9] = [
+pub const TABLES: [&str; 10] = [
     "documents",
     "units",
     "edges",
@@ -17,6 +17,7 @@ pub const TABLES: [&str; 9] = [
     "diagnostics",
     "embeddings",
     "judgments",
+    "inputs",
     "runs",
 ];
 
@@ -107,6 +108,19 @@ pub static LABELS: LazyLock<SchemaRef> = LazyLock::new(|| {
         s("label"),
         s("unit_id"),
         so("number"),
+    ]))
+});
+
+/// `inputs(doc_id, path, kind, hash)`: every path a document's parse looked at. `kind` is `read`
+/// (a file read; `hash` is the blake3 of its bytes), `exists` or `absent` (a path checked or looked
+/// for), or `listing` (a folder whose Markdown files were listed; `hash` of the list). A rerun whose
+/// observations all hold again reuses the document without parsing it.
+pub static INPUTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("doc_id"),
+        s("path"),
+        s("kind"),
+        s("hash"),
     ]))
 });
 

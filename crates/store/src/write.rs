@@ -1,8 +1,8 @@
 //! Writing a graph: Arrow batches from documents, Parquet files, atomic commit.
 
 use crate::schema::{
-    DIAGNOSTICS, DOCUMENTS, EDGES, JUDGMENTS, LABELS, MENTIONS, RUNS, SCHEMA_VERSION, TABLES,
-    UNITS, embeddings,
+    DIAGNOSTICS, DOCUMENTS, EDGES, INPUTS, JUDGMENTS, LABELS, MENTIONS, RUNS, SCHEMA_VERSION,
+    TABLES, UNITS, embeddings,
 };
 use crate::{Result, io_err};
 use arrow::array::{
@@ -40,6 +40,9 @@ pub struct RunInfo {
     /// The part each document came from (document id → part key), recorded in the manifest so
     /// that the next run finds a changed document's previous part (its caches).
     pub parts: BTreeMap<String, String>,
+    /// What decided the version's content besides its parts (a run that comes to the same key
+    /// has nothing to write).
+    pub corpus_key: String,
 }
 
 /// `manifest.json` of one graph version.
@@ -58,6 +61,10 @@ pub struct Manifest {
     /// Document id → the part it came from.
     #[serde(default)]
     pub parts: BTreeMap<String, String>,
+    /// What decided the content besides the parts (settings of the corpus stage, inputs'
+    /// diagnostics), as the pipeline hashes it.
+    #[serde(default)]
+    pub corpus_key: String,
 }
 
 impl Manifest {
@@ -239,6 +246,22 @@ fn labels_batch(docs: &[&Document]) -> Result<RecordBatch> {
             strings(rows.iter().map(|r| r.1)),
             strings(rows.iter().map(|r| r.2)),
             opt_strings(rows.iter().map(|r| r.3)),
+        ],
+    )
+}
+
+fn inputs_batch(docs: &[&Document]) -> Result<RecordBatch> {
+    let rows: Vec<(&str, &ledger_core::Input)> = docs
+        .iter()
+        .flat_map(|d| d.inputs.iter().map(move |i| (d.id.as_str(), i)))
+        .collect();
+    batch(
+        &INPUTS,
+        vec![
+            strings(rows.iter().map(|r| r.0)),
+            strings(rows.iter().map(|r| r.1.path.as_str())),
+            strings(rows.iter().map(|r| r.1.seen.kind())),
+            strings(rows.iter().map(|r| r.1.seen.hash())),
         ],
     )
 }
@@ -456,6 +479,7 @@ pub fn write_graph(
             ),
             ("embeddings", embeddings_batch(semantic)?),
             ("judgments", judgments_batch(&sorted)?),
+            ("inputs", inputs_batch(&sorted)?),
             (
                 "runs",
                 runs_batch(
@@ -493,6 +517,7 @@ pub fn write_graph(
             committed_at: now_rfc3339(),
             rows,
             parts: run.parts.clone(),
+            corpus_key: run.corpus_key.clone(),
         };
         let mpath = tmp.join("manifest.json");
         write_synced(&mpath, &serde_json::to_vec_pretty(&manifest)?)?;

@@ -102,6 +102,25 @@ fn llm_judgments_are_persisted_and_reused_by_the_next_run() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(server.hits() as u64, units, "no request on a rerun");
+    // Nothing changed: not parsed, nothing written.
+    assert!(stdout(&o).contains("unchanged"), "{}", stdout(&o));
+    assert_eq!(sql(&graph, RUNS).as_array().map(Vec::len), Some(1));
+    // Other corpus-stage settings: a new version, its judgments all reused.
+    let o = ledger_llm(
+        &server.url,
+        "fake-judge",
+        &[
+            "index",
+            input,
+            "--out",
+            out,
+            "--no-related",
+            "--theta",
+            "0.8",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(server.hits() as u64, units, "no request on a rerun");
     let runs = sql(&graph, RUNS);
     let second = &runs[1];
     assert_eq!(int(&second["llm_requests"]), 0);
@@ -223,6 +242,12 @@ fn a_real_llama_server_judges_depends() {
     let o = ledger_llm(&url, "smollm2", &index);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let runs = sql(&graph, RUNS);
+    if failed == 0 {
+        // Nothing to retry: the rerun finds the graph unchanged and writes nothing.
+        assert!(stdout(&o).contains("unchanged"), "{}", stdout(&o));
+        assert_eq!(runs.as_array().map(Vec::len), Some(1));
+        return;
+    }
     let second = &runs[1];
     assert_eq!(int(&second["reused_judgments"]), units - failed);
     assert!(int(&second["llm_requests"]) <= 3 * failed, "{second}");

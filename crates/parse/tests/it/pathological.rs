@@ -30,7 +30,7 @@ fn parse_within(text: String, guard: Duration) -> ledger_core::Document {
 fn deeply_nested_enumerates_with_labels_parse_in_linear_time() {
     let case = Pathological::NestedEnumerates;
     let depth = case.size();
-    let doc = parse_within(case.latex(depth), Duration::from_secs(120));
+    let doc = parse_within(case.document(depth).1, Duration::from_secs(120));
     let labels: usize = doc.units.iter().map(|u| u.labels.len()).sum();
     assert_eq!(labels, depth);
     assert!(!doc.mentions.is_empty());
@@ -40,7 +40,7 @@ fn deeply_nested_enumerates_with_labels_parse_in_linear_time() {
 fn unclosed_references_parse_in_linear_time() {
     let case = Pathological::UnclosedRefs;
     let n = case.size();
-    let doc = parse_within(case.latex(n), Duration::from_secs(120));
+    let doc = parse_within(case.document(n).1, Duration::from_secs(120));
     // Every unclosed one is reported, none is lost silently; the closed one is a mention.
     let warnings = doc
         .diagnostics

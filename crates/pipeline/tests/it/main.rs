@@ -92,13 +92,24 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
         "{text}"
     );
 
-    // Unchanged: the part is reused whole.
+    assert_eq!(first.parsed, 1);
+    assert!(first.commit.written);
+
+    // Unchanged: not parsed, the part reused whole, nothing written.
     let again = run_index(&stage, &config, &main, &graph);
-    assert_eq!(again.commit.version, 2);
+    assert_eq!(again.parsed, 0);
+    assert!(!again.commit.written);
+    assert_eq!(again.commit.version, 1);
+    assert_eq!(
+        again.docs,
+        first.docs.iter().map(reused).collect::<Vec<_>>()
+    );
     assert_eq!(again.stage.semantic.vectors_computed, 0);
     assert_eq!(again.stage.semantic.vectors_reused, embedded);
     assert_eq!(again.stage.depends.reused, again.stage.depends.units);
-    assert_eq!(again.related_edges, first.related_edges);
+    assert_eq!(again.related_edges, None);
+    assert!(again.to_string().contains("unchanged"), "{again}");
+    assert_eq!(current_version(&graph), "000001");
 
     // One paragraph edited: only what it changed is summarised and embedded again.
     let text = std::fs::read_to_string(&main).expect("read");
@@ -110,6 +121,7 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
     );
     std::fs::write(&main, edited).expect("write");
     let third = run_index(&stage, &config, &main, &graph);
+    assert_eq!((third.parsed, third.commit.version), (1, 2));
     let computed = third.stage.semantic.vectors_computed;
     assert!(computed >= 1, "the new paragraph is embedded");
     assert!(
@@ -124,6 +136,127 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
     let built = built_with(&graph).expect("built with");
     assert_eq!(built.judge, Some(JudgeKind::Offline));
     assert_eq!(built.embedder, Some(EmbedderKind::Hash));
+}
+
+/// The document as a rerun that reuses its part reports it: every judgment marked reused.
+fn reused(doc: &ledger_core::Document) -> ledger_core::Document {
+    let mut doc = doc.clone();
+    for j in &mut doc.judgments {
+        j.reused = true;
+    }
+    doc
+}
+
+/// The version `GRAPH/current` points to.
+fn current_version(graph: &Path) -> String {
+    std::fs::read_link(graph.join("current"))
+        .expect("current")
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_rerun_parses_only_documents_whose_inputs_changed() {
+    let config = Config::defaults();
+    let mut s = settings(&config);
+    s.depends.enabled = false;
+    s.embed_enabled = false;
+    let stage = Stage::new(s).expect("stage");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = dir.path().join("corpus");
+    let book = corpus.join("book");
+    std::fs::create_dir_all(&book).expect("mkdir");
+    let write = |path: &Path, text: &str| std::fs::write(path, text).expect("write");
+    write(
+        &book.join("main.tex"),
+        "\\documentclass{book}\n\\begin{document}\n\\input{intro}\n\\input{extra}\n\\end{document}\n",
+    );
+    write(
+        &book.join("intro.tex"),
+        "\\section{Intro}\\label{sec:intro}\nText.\n",
+    );
+    write(
+        &corpus.join("notes.md"),
+        "# Notes\n\nSee [the guide](guide.md).\n",
+    );
+    let graph = dir.path().join("graph");
+    let first = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!((first.parsed, first.commit.version), (2, 1));
+    let book_doc = first
+        .docs
+        .iter()
+        .find(|d| d.id.ends_with("main.tex"))
+        .expect("book");
+    // The missing `extra` was looked for under both names, and recorded so.
+    let absent: Vec<&str> = book_doc
+        .inputs
+        .iter()
+        .filter(|i| i.seen == ledger_core::Seen::Absent)
+        .map(|i| i.path.as_str())
+        .collect();
+    assert!(
+        absent.iter().any(|p| p.ends_with("extra.tex")),
+        "{absent:?}"
+    );
+
+    // Nothing changed (a file touched but rewritten with the same bytes counts as unchanged).
+    write(
+        &book.join("intro.tex"),
+        "\\section{Intro}\\label{sec:intro}\nText.\n",
+    );
+    let again = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!(
+        (again.parsed, again.commit.version, again.commit.written),
+        (0, 1, false)
+    );
+
+    // An included file changed: its document is parsed again, the other is not.
+    write(
+        &book.join("intro.tex"),
+        "\\section{Introduction}\\label{sec:intro}\nText.\n",
+    );
+    let third = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!((third.parsed, third.commit.version), (1, 2));
+    let book_doc = third
+        .docs
+        .iter()
+        .find(|d| d.id.ends_with("main.tex"))
+        .expect("book");
+    assert!(
+        book_doc
+            .units
+            .iter()
+            .any(|u| u.title.as_deref() == Some("Introduction"))
+    );
+
+    // A file the document looked for and did not find now exists: parsed again.
+    write(&book.join("extra.tex"), "\\section{Extra}\nMore.\n");
+    let fourth = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!((fourth.parsed, fourth.commit.version), (1, 3));
+    assert!(
+        fourth
+            .docs
+            .iter()
+            .any(|d| d.units.iter().any(|u| u.title.as_deref() == Some("Extra")))
+    );
+
+    // A new document: only it is parsed; a removed one leaves the graph.
+    write(&corpus.join("guide.md"), "# Guide\n\nHow to.\n");
+    let fifth = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!((fifth.parsed, fifth.commit.summary.documents), (1, 3));
+    std::fs::remove_file(corpus.join("guide.md")).expect("rm");
+    let sixth = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!((sixth.parsed, sixth.commit.summary.documents), (0, 2));
+    assert!(sixth.commit.written, "a removed document changes the graph");
+
+    // Other corpus-stage settings: nothing parsed, but a new version written.
+    let mut other = config.clone();
+    other.related.theta = 0.9;
+    let seventh = run_index(&stage, &other, &corpus, &graph);
+    assert_eq!(seventh.parsed, 0);
+    assert!(seventh.commit.written);
 }
 
 #[test]
@@ -190,7 +323,7 @@ fn summaries_of_a_document_with_many_sections_cost_linear_time() {
     // section (quadratic), now an index built once. The timeout guards against a hang only.
     let case = ledger_parse::throughput::Pathological::ManySections;
     let sections = case.size();
-    let text = case.latex(sections);
+    let (_, text) = case.document(sections);
     let dir = tempfile::tempdir().expect("tempdir");
     let main = dir.path().join("main.tex");
     std::fs::write(&main, text).expect("write");
@@ -220,4 +353,53 @@ fn summaries_of_a_document_with_many_sections_cost_linear_time() {
         .count();
     assert_eq!(summaries, sections);
     drop(dir);
+}
+
+#[test]
+fn similar_headings_get_at_most_k_related_edges_each() {
+    // 10,000 headings alike, each with a paragraph alike: once every pair above θ (50 million
+    // edges; the kernel killed the run at 24 GB), now at most k per unit. The timeout guards
+    // against a hang only.
+    let case = ledger_parse::throughput::Pathological::SimilarHeadings;
+    let n = case.size();
+    let (name, text) = case.document(n);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("manual");
+    std::fs::create_dir_all(&input).expect("mkdir");
+    std::fs::write(input.join(name), text).expect("write");
+    let config = Config::defaults();
+    let k = config.related.k;
+    let mut s = settings(&config);
+    s.depends.enabled = false;
+    let graph = dir.path().join("graph");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let stage = Stage::new(s).expect("stage");
+        let _ = tx.send(run_index(&stage, &config, &input, &graph));
+    });
+    let report = rx
+        .recv_timeout(std::time::Duration::from_secs(600))
+        .expect("indexing finishes");
+    let edges = report.related_edges.expect("RELATED computed");
+    let units = report.embeddings.0;
+    assert!(units >= 2 * n, "{units} embedded units");
+    // Alike units have k neighbours above θ each: most units end with k edges.
+    assert!(
+        edges > units * k / 4,
+        "{edges} RELATED edges for {units} units"
+    );
+    assert!(
+        edges <= units * k / 2,
+        "{edges} RELATED edges for {units} units"
+    );
+    let graph = dir.path().join("graph");
+    let mut degree = std::collections::HashMap::<String, usize>::new();
+    for e in ledger_store::read_edges(&graph).expect("edges") {
+        if e.kind == ledger_core::EdgeKind::Related {
+            *degree.entry(e.src_unit).or_default() += 1;
+            *degree.entry(e.dst_unit).or_default() += 1;
+        }
+    }
+    let most = degree.values().max().copied().unwrap_or(0);
+    assert!(most <= k, "a unit has {most} RELATED edges (k = {k})");
 }

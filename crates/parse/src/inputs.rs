@@ -1,0 +1,95 @@
+//! What a parse looked at on disk: every file read (with the hash of its bytes), every path
+//! checked or looked for, every folder listed. The builder records them as the parser reads;
+//! [`unchanged`] observes them again, so that a later run knows without parsing whether a new
+//! parse would read the same bytes and therefore give the same document.
+
+use ledger_core::{Input, Seen};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The observations of one parse.
+#[derive(Debug, Default)]
+pub(crate) struct Recorder {
+    seen: BTreeSet<Input>,
+}
+
+impl Recorder {
+    fn note(&mut self, path: &Path, seen: Seen) {
+        self.seen.insert(Input {
+            path: path.display().to_string(),
+            seen,
+        });
+    }
+
+    /// Reads `path` as text (see [`crate::builder::read_text`]) and records its bytes' hash; a
+    /// file that could not be read as text is recorded by its raw bytes, or as absent.
+    pub(crate) fn read(&mut self, path: &Path) -> Result<String, String> {
+        let text = crate::builder::read_text(path);
+        let seen = match &text {
+            Ok(t) => Seen::Read(ledger_core::content_hash(t.as_bytes())),
+            Err(_) => observe_file(path),
+        };
+        self.note(path, seen);
+        text
+    }
+
+    /// Whether `path` is a file, recorded.
+    pub(crate) fn is_file(&mut self, path: &Path) -> bool {
+        let found = path.is_file();
+        self.note(path, if found { Seen::Exists } else { Seen::Absent });
+        found
+    }
+
+    /// The Markdown files under `dir` (sorted by name at every level), recorded.
+    pub(crate) fn markdown_files(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let (files, hash) = markdown_listing(dir);
+        self.note(dir, Seen::Listing(hash));
+        files
+    }
+
+    /// The observations, sorted.
+    pub(crate) fn into_inputs(self) -> Vec<Input> {
+        self.seen.into_iter().collect()
+    }
+}
+
+/// A file as read now: its bytes' hash, or absent when it cannot be read.
+fn observe_file(path: &Path) -> Seen {
+    match std::fs::read(path) {
+        Ok(bytes) => Seen::Read(ledger_core::content_hash(&bytes)),
+        Err(_) => Seen::Absent,
+    }
+}
+
+/// The `.md` files under `dir` and the hash of their paths.
+fn markdown_listing(dir: &Path) -> (Vec<PathBuf>, String) {
+    let files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+        .collect();
+    let mut h = blake3::Hasher::new();
+    for f in &files {
+        h.update(f.display().to_string().as_bytes());
+        h.update(&[0]);
+    }
+    (files, h.finalize().to_hex().to_string())
+}
+
+/// True when every observation of `inputs` holds again now: each file has the same bytes, each
+/// checked path is (or is not) a file as before, each folder lists the same Markdown files. An
+/// empty record (a document parsed before records existed) is never unchanged.
+pub fn unchanged(inputs: &[Input]) -> bool {
+    !inputs.is_empty()
+        && inputs.iter().all(|input| {
+            let path = Path::new(&input.path);
+            match &input.seen {
+                Seen::Read(_) => observe_file(path) == input.seen,
+                Seen::Exists => path.is_file(),
+                Seen::Absent => !path.is_file(),
+                Seen::Listing(hash) => markdown_listing(path).1 == *hash,
+            }
+        })
+}
