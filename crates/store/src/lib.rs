@@ -22,7 +22,9 @@ pub use parts::PartStore;
 pub use read::{Parsed, read_edges, read_embeddings, read_judgments, read_parsed, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};
-pub use write::{Manifest, RunInfo, now_rfc3339, rfc3339, write_graph};
+pub use write::{
+    EmbeddingModel, GraphWriter, Manifest, RunInfo, now_rfc3339, rfc3339, write_graph,
+};
 
 use std::path::{Path, PathBuf};
 

@@ -4,18 +4,18 @@ use crate::schema::{
     DIAGNOSTICS, DOCUMENTS, EDGES, INPUTS, JUDGMENTS, LABELS, MENTIONS, RUNS, SCHEMA_VERSION,
     TABLES, UNITS, embeddings,
 };
-use crate::{Result, io_err};
+use crate::{Result, StoreError, io_err};
 use arrow::array::{
     ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch,
     StringArray,
 };
 use arrow::datatypes::SchemaRef;
-use ledger_core::{Diagnostic, Document, Edge, Resolution, Semantic};
+use ledger_core::{Diagnostic, Document, Edge, Resolution, Semantic, UnitEmbedding};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -154,7 +154,7 @@ fn units_batch(docs: &[&Document]) -> Result<RecordBatch> {
 
 /// Every edge: the parsed edges (CONTAINS, REFERENCES, proofs' DEPENDS) and the judged DEPENDS
 /// of the documents, RELATED of the semantic layer, sorted for byte-identical output.
-pub(crate) fn all_edges(docs: &[&Document], semantic: &Semantic) -> Vec<Edge> {
+pub(crate) fn all_edges(docs: &[&Document], related: &[Edge]) -> Vec<Edge> {
     let mut edges: Vec<Edge> = docs
         .iter()
         .flat_map(|d| {
@@ -162,7 +162,7 @@ pub(crate) fn all_edges(docs: &[&Document], semantic: &Semantic) -> Vec<Edge> {
                 .into_iter()
                 .chain(d.depends.iter().cloned())
         })
-        .chain(semantic.related.iter().cloned())
+        .chain(related.iter().cloned())
         .collect();
     edges.sort_by(|a, b| {
         (&a.src_doc, &a.src_unit, a.kind, &a.dst_doc, &a.dst_unit).cmp(&(
@@ -266,13 +266,20 @@ fn inputs_batch(docs: &[&Document]) -> Result<RecordBatch> {
     )
 }
 
+/// The `embeddings` rows of `semantic` (a part's embeddings).
 pub(crate) fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
-    let rows = &semantic.embeddings;
-    let dim = if rows.is_empty() {
-        semantic.dim.max(1)
-    } else {
-        rows[0].vector.len()
+    let rows: Vec<&UnitEmbedding> = semantic.embeddings.iter().collect();
+    let model = EmbeddingModel {
+        model: semantic.model.clone(),
+        summarizer: semantic.summarizer.clone(),
+        dim: rows.first().map_or(semantic.dim, |e| e.vector.len()),
     };
+    embeddings_rows(&rows, &model)
+}
+
+/// `rows` as `embeddings` rows of `model` (every vector must have its dimension).
+fn embeddings_rows(rows: &[&UnitEmbedding], model: &EmbeddingModel) -> Result<RecordBatch> {
+    let dim = model.dim.max(1);
     if let Some(bad) = rows.iter().find(|e| e.vector.len() != dim) {
         return Err(arrow::error::ArrowError::InvalidArgumentError(format!(
             "embedding of {}/{} has {} dimensions, expected {dim}",
@@ -294,8 +301,8 @@ pub(crate) fn embeddings_batch(semantic: &Semantic) -> Result<RecordBatch> {
         vec![
             strings(rows.iter().map(|e| e.doc_id.as_str())),
             strings(rows.iter().map(|e| e.unit_id.as_str())),
-            strings(rows.iter().map(|_| semantic.model.as_str())),
-            strings(rows.iter().map(|_| semantic.summarizer.as_str())),
+            strings(rows.iter().map(|_| model.model.as_str())),
+            strings(rows.iter().map(|_| model.summarizer.as_str())),
             strings(rows.iter().map(|e| e.input_hash.as_str())),
             strings(rows.iter().map(|e| e.summary.as_str())),
             strings(rows.iter().map(|e| e.summary_hash.as_str())),
@@ -427,10 +434,322 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Res
     Ok(arrow::compute::concat_batches(&RUNS, &batches)?)
 }
 
-/// Writes a new version of the graph at `graph` and makes it current, atomically.
-///
-/// Every table is written and synced in a temporary folder first; the `current` symlink is
-/// then replaced by a rename. A crash at any point leaves the previous version current.
+/// Rows handed to a table's Parquet writer at a time. A multiple of the writer's 1,024-value mini
+/// batches, and large enough that a table of up to this many rows is written in one call, the
+/// same bytes as when all rows were in memory (a table written in several calls has the same
+/// rows, but its pages may break at other places). Memory: one chunk per table.
+const CHUNK: usize = 64 * 1024;
+
+/// Rows per row group: bounds what a table's writer holds before it flushes.
+const ROW_GROUP: usize = 128 * 1024;
+
+/// One table of a version being written.
+struct TableWriter {
+    path: PathBuf,
+    schema: SchemaRef,
+    writer: ArrowWriter<File>,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    rows: usize,
+}
+
+impl TableWriter {
+    fn create(path: PathBuf, schema: SchemaRef) -> Result<TableWriter> {
+        let file = File::create(&path).map_err(io_err(&path))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+            .set_created_by(format!("ledger {}", env!("CARGO_PKG_VERSION")))
+            .set_max_row_group_row_count(Some(ROW_GROUP))
+            .build();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
+        Ok(TableWriter {
+            path,
+            schema,
+            writer,
+            pending: Vec::new(),
+            pending_rows: 0,
+            rows: 0,
+        })
+    }
+
+    /// Adds rows; whole chunks go to the file.
+    fn push(&mut self, batch: RecordBatch) -> Result<()> {
+        self.rows += batch.num_rows();
+        self.pending_rows += batch.num_rows();
+        self.pending.push(batch);
+        if self.pending_rows >= CHUNK {
+            let all = arrow::compute::concat_batches(&self.schema, &self.pending)?;
+            let whole = all.num_rows() / CHUNK * CHUNK;
+            self.writer.write(&all.slice(0, whole))?;
+            let rest = all.slice(whole, all.num_rows() - whole);
+            self.pending_rows = rest.num_rows();
+            self.pending = vec![rest];
+        }
+        Ok(())
+    }
+
+    /// Writes what is left, closes the file and syncs it.
+    fn finish(mut self) -> Result<usize> {
+        let rest = arrow::compute::concat_batches(&self.schema, &self.pending)?;
+        if rest.num_rows() > 0 {
+            self.writer.write(&rest)?;
+        }
+        let file = self.writer.into_inner()?;
+        file.sync_all().map_err(io_err(&self.path))?;
+        Ok(self.rows)
+    }
+}
+
+/// The tables of a version, one writer each (`runs` is written at the end, whole).
+struct Tables {
+    documents: TableWriter,
+    units: TableWriter,
+    edges: TableWriter,
+    mentions: TableWriter,
+    labels: TableWriter,
+    diagnostics: TableWriter,
+    embeddings: TableWriter,
+    judgments: TableWriter,
+    inputs: TableWriter,
+}
+
+/// The counts of the `runs` row.
+#[derive(Default)]
+struct Counts {
+    documents: usize,
+    units: usize,
+    edges: usize,
+    mentions: usize,
+    broken: usize,
+    diagnostics: usize,
+    judgments: usize,
+    reused: usize,
+    failed: usize,
+}
+
+/// What the `embeddings` table's rows share: model, summarizer, vector length.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddingModel {
+    /// The embedding model's name.
+    pub model: String,
+    /// The summarizer's name.
+    pub summarizer: String,
+    /// Vector length (0: no embeddings; the column is then 1 wide).
+    pub dim: usize,
+}
+
+/// A new version of a graph, written one document at a time in document-id order: each table's
+/// rows go to its Parquet file in chunks, so that memory holds one document and a chunk per
+/// table, whatever the corpus. [`GraphWriter::finish`] adds the `runs` row and the manifest and
+/// makes the version current atomically; a writer dropped unfinished (an error, a panic) removes
+/// what it wrote, and the previous version stays current.
+pub struct GraphWriter {
+    graph: PathBuf,
+    versions: PathBuf,
+    tmp: PathBuf,
+    version: u64,
+    previous: Option<PathBuf>,
+    model: EmbeddingModel,
+    tables: Option<Tables>,
+    counts: Counts,
+    last: Option<String>,
+}
+
+impl GraphWriter {
+    /// Starts version N+1 of `graph` in a temporary folder; `corpus_diagnostics` (problems with
+    /// the inputs themselves) lead the `diagnostics` table.
+    pub fn create(
+        graph: &Path,
+        model: EmbeddingModel,
+        corpus_diagnostics: &[Diagnostic],
+    ) -> Result<GraphWriter> {
+        let versions = graph.join("versions");
+        std::fs::create_dir_all(&versions).map_err(io_err(&versions))?;
+        let previous = crate::current_version(graph).ok();
+        let version = next_version(&versions)?;
+        let tmp = versions.join(format!(".tmp-{version:06}-{}", std::process::id()));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+        let mut writer = GraphWriter {
+            graph: graph.to_path_buf(),
+            versions,
+            tmp,
+            version,
+            previous,
+            model,
+            tables: None,
+            counts: Counts::default(),
+            last: None,
+        };
+        let table = |name: &str, schema: &SchemaRef| {
+            TableWriter::create(writer.tmp.join(format!("{name}.parquet")), schema.clone())
+        };
+        let mut tables = Tables {
+            documents: table("documents", &DOCUMENTS)?,
+            units: table("units", &UNITS)?,
+            edges: table("edges", &EDGES)?,
+            mentions: table("mentions", &MENTIONS)?,
+            labels: table("labels", &LABELS)?,
+            diagnostics: table("diagnostics", &DIAGNOSTICS)?,
+            embeddings: table("embeddings", &embeddings(writer.model.dim.max(1)))?,
+            judgments: table("judgments", &JUDGMENTS)?,
+            inputs: table("inputs", &INPUTS)?,
+        };
+        tables
+            .diagnostics
+            .push(diagnostics_batch(&[], corpus_diagnostics)?)?;
+        writer.counts.diagnostics = corpus_diagnostics.len();
+        writer.tables = Some(tables);
+        Ok(writer)
+    }
+
+    /// Adds a document with its embeddings and the RELATED edges that start from it. Documents
+    /// must come in increasing id order (the tables' order).
+    pub fn add(
+        &mut self,
+        doc: &Document,
+        embedded: &[&UnitEmbedding],
+        related: &[Edge],
+    ) -> Result<()> {
+        if self
+            .last
+            .as_deref()
+            .is_some_and(|last| last >= doc.id.as_str())
+        {
+            return Err(StoreError::NotAGraph {
+                path: self.graph.clone(),
+                message: format!("document {} added out of id order", doc.id),
+            });
+        }
+        self.last = Some(doc.id.clone());
+        let Some(tables) = self.tables.as_mut() else {
+            return Err(StoreError::NotAGraph {
+                path: self.graph.clone(),
+                message: "version already finished".into(),
+            });
+        };
+        let docs = [doc];
+        let edges = all_edges(&docs, related);
+        let c = &mut self.counts;
+        c.documents += 1;
+        c.units += doc.units.len();
+        c.edges += edges.len();
+        c.mentions += doc.mentions.len();
+        c.broken += doc
+            .mentions
+            .iter()
+            .filter(|m| matches!(m.resolution, Resolution::Broken { .. }))
+            .count();
+        c.diagnostics += doc.diagnostics.len();
+        c.judgments += doc.judgments.len();
+        c.reused += doc.judgments.iter().filter(|j| j.reused).count();
+        c.failed += doc
+            .judgments
+            .iter()
+            .filter(|j| matches!(j.outcome, ledger_core::JudgmentOutcome::Failed(_)))
+            .count();
+        tables.documents.push(documents_batch(&docs)?)?;
+        tables.units.push(units_batch(&docs)?)?;
+        tables.edges.push(edges_batch(&edges)?)?;
+        tables.mentions.push(mentions_batch(&docs)?)?;
+        tables.labels.push(labels_batch(&docs)?)?;
+        tables.diagnostics.push(diagnostics_batch(&docs, &[])?)?;
+        tables
+            .embeddings
+            .push(embeddings_rows(embedded, &self.model)?)?;
+        tables.judgments.push(judgments_batch(&docs)?)?;
+        tables.inputs.push(inputs_batch(&docs)?)?;
+        Ok(())
+    }
+
+    /// Writes the `runs` row (after the previous version's rows) and the manifest, then makes
+    /// the version current: rename into `versions/`, swap the `current` symlink, prune.
+    pub fn finish(mut self, run: &RunInfo) -> Result<Manifest> {
+        let Some(tables) = self.tables.take() else {
+            return Err(StoreError::NotAGraph {
+                path: self.graph.clone(),
+                message: "version already finished".into(),
+            });
+        };
+        let mut rows = BTreeMap::new();
+        for (name, table) in [
+            ("documents", tables.documents),
+            ("units", tables.units),
+            ("edges", tables.edges),
+            ("mentions", tables.mentions),
+            ("labels", tables.labels),
+            ("diagnostics", tables.diagnostics),
+            ("embeddings", tables.embeddings),
+            ("judgments", tables.judgments),
+            ("inputs", tables.inputs),
+        ] {
+            rows.insert(name.to_string(), table.finish()?);
+        }
+        let c = &self.counts;
+        let runs = runs_batch(
+            self.previous.as_deref(),
+            run,
+            [
+                c.documents,
+                c.units,
+                c.edges,
+                c.mentions,
+                c.broken,
+                c.diagnostics,
+                c.judgments,
+                c.reused,
+                c.failed,
+            ],
+        )?;
+        write_parquet(&self.tmp.join("runs.parquet"), &runs)?;
+        rows.insert("runs".to_string(), runs.num_rows());
+        debug_assert_eq!(rows.len(), TABLES.len());
+        let manifest = Manifest {
+            schema_version: SCHEMA_VERSION,
+            version: self.version,
+            ledger_version: env!("CARGO_PKG_VERSION").into(),
+            committed_at: now_rfc3339(),
+            rows,
+            parts: run.parts.clone(),
+            corpus_key: run.corpus_key.clone(),
+        };
+        write_synced(
+            &self.tmp.join("manifest.json"),
+            &serde_json::to_vec_pretty(&manifest)?,
+        )?;
+        sync_dir(&self.tmp)?;
+        let name = format!("{:06}", self.version);
+        let final_dir = self.versions.join(&name);
+        std::fs::rename(&self.tmp, &final_dir).map_err(io_err(&final_dir))?;
+        sync_dir(&self.versions)?;
+        // Swap the `current` symlink atomically.
+        let graph = &self.graph;
+        let link_tmp = graph.join(format!(".current-{}", std::process::id()));
+        let _ = std::fs::remove_file(&link_tmp);
+        std::os::unix::fs::symlink(Path::new("versions").join(&name), &link_tmp)
+            .map_err(io_err(&link_tmp))?;
+        let current = graph.join("current");
+        std::fs::rename(&link_tmp, &current).map_err(io_err(&current))?;
+        sync_dir(graph)?;
+        prune(&self.versions, self.previous.as_deref(), &final_dir);
+        tracing::info!(graph = %graph.display(), version = self.version, "committed graph version");
+        Ok(manifest)
+    }
+}
+
+impl Drop for GraphWriter {
+    fn drop(&mut self) {
+        // Unfinished (finish renames the folder away first): nothing of this version stays.
+        if self.tmp.exists() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Writes a new version of the graph at `graph` from documents in memory and makes it current,
+/// atomically (a [`GraphWriter`] fed every document in id order).
 pub fn write_graph(
     graph: &Path,
     docs: &[Document],
@@ -440,111 +759,36 @@ pub fn write_graph(
 ) -> Result<Manifest> {
     let mut sorted: Vec<&Document> = docs.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
-    let versions = graph.join("versions");
-    std::fs::create_dir_all(&versions).map_err(io_err(&versions))?;
-    let previous = crate::current_version(graph).ok();
-    let version = next_version(&versions)?;
-    let name = format!("{version:06}");
-    let tmp = versions.join(format!(".tmp-{name}-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
-    let result = (|| -> Result<Manifest> {
-        let edges = all_edges(&sorted, semantic);
-        let mentions: usize = sorted.iter().map(|d| d.mentions.len()).sum();
-        let broken: usize = sorted
-            .iter()
-            .map(|d| {
-                d.mentions
-                    .iter()
-                    .filter(|m| matches!(m.resolution, Resolution::Broken { .. }))
-                    .count()
-            })
-            .sum();
-        let diagnostics =
-            corpus_diagnostics.len() + sorted.iter().map(|d| d.diagnostics.len()).sum::<usize>();
-        let units: usize = sorted.iter().map(|d| d.units.len()).sum();
-        let judgments: Vec<&ledger_core::Judgment> =
-            sorted.iter().flat_map(|d| &d.judgments).collect();
-        let tables: Vec<(&str, RecordBatch)> = vec![
-            ("documents", documents_batch(&sorted)?),
-            ("units", units_batch(&sorted)?),
-            ("edges", edges_batch(&edges)?),
-            ("mentions", mentions_batch(&sorted)?),
-            ("labels", labels_batch(&sorted)?),
-            (
-                "diagnostics",
-                diagnostics_batch(&sorted, corpus_diagnostics)?,
-            ),
-            ("embeddings", embeddings_batch(semantic)?),
-            ("judgments", judgments_batch(&sorted)?),
-            ("inputs", inputs_batch(&sorted)?),
-            (
-                "runs",
-                runs_batch(
-                    previous.as_deref(),
-                    run,
-                    [
-                        sorted.len(),
-                        units,
-                        edges.len(),
-                        mentions,
-                        broken,
-                        diagnostics,
-                        judgments.len(),
-                        judgments.iter().filter(|j| j.reused).count(),
-                        judgments
-                            .iter()
-                            .filter(|j| {
-                                matches!(j.outcome, ledger_core::JudgmentOutcome::Failed(_))
-                            })
-                            .count(),
-                    ],
-                )?,
-            ),
-        ];
-        debug_assert_eq!(tables.iter().map(|t| t.0).collect::<Vec<_>>(), TABLES);
-        let mut rows = BTreeMap::new();
-        for (table, b) in &tables {
-            write_parquet(&tmp.join(format!("{table}.parquet")), b)?;
-            rows.insert(table.to_string(), b.num_rows());
-        }
-        let manifest = Manifest {
-            schema_version: SCHEMA_VERSION,
-            version,
-            ledger_version: env!("CARGO_PKG_VERSION").into(),
-            committed_at: now_rfc3339(),
-            rows,
-            parts: run.parts.clone(),
-            corpus_key: run.corpus_key.clone(),
-        };
-        let mpath = tmp.join("manifest.json");
-        write_synced(&mpath, &serde_json::to_vec_pretty(&manifest)?)?;
-        sync_dir(&tmp)?;
-        Ok(manifest)
-    })();
-    let manifest = match result {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
+    let dim = semantic
+        .embeddings
+        .first()
+        .map_or(semantic.dim, |e| e.vector.len());
+    let model = EmbeddingModel {
+        model: semantic.model.clone(),
+        summarizer: semantic.summarizer.clone(),
+        dim,
     };
-    let final_dir = versions.join(&name);
-    std::fs::rename(&tmp, &final_dir).map_err(io_err(&final_dir))?;
-    sync_dir(&versions)?;
-    // Swap the `current` symlink atomically.
-    let link_tmp = graph.join(format!(".current-{}", std::process::id()));
-    let _ = std::fs::remove_file(&link_tmp);
-    std::os::unix::fs::symlink(Path::new("versions").join(&name), &link_tmp)
-        .map_err(io_err(&link_tmp))?;
-    let current = graph.join("current");
-    std::fs::rename(&link_tmp, &current).map_err(io_err(&current))?;
-    sync_dir(graph)?;
-    prune(&versions, previous.as_deref(), &final_dir);
-    tracing::info!(graph = %graph.display(), version, "committed graph version");
-    Ok(manifest)
+    let mut embedded: HashMap<&str, Vec<&UnitEmbedding>> = HashMap::new();
+    for e in &semantic.embeddings {
+        embedded.entry(e.doc_id.as_str()).or_default().push(e);
+    }
+    let mut related: HashMap<&str, Vec<Edge>> = HashMap::new();
+    for e in &semantic.related {
+        related
+            .entry(e.src_doc.as_str())
+            .or_default()
+            .push(e.clone());
+    }
+    let mut writer = GraphWriter::create(graph, model, corpus_diagnostics)?;
+    for doc in sorted {
+        let id = doc.id.as_str();
+        writer.add(
+            doc,
+            embedded.get(id).map_or(&[], Vec::as_slice),
+            related.get(id).map_or(&[], Vec::as_slice),
+        )?;
+    }
+    writer.finish(run)
 }
 
 fn next_version(versions: &Path) -> Result<u64> {

@@ -294,3 +294,103 @@ fn parts_round_trip_and_rewrites_are_idempotent() {
     store.prune(&Default::default());
     assert!(!store.has("k1"));
 }
+
+/// A unit of `kind` with id `id` and `text`, the `ordinal`-th of its document.
+fn unit(id: &str, kind: ledger_core::UnitKind, ordinal: usize, text: String) -> ledger_core::Unit {
+    ledger_core::Unit {
+        id: id.into(),
+        kind,
+        env: String::new(),
+        level: 0,
+        label: None,
+        labels: Vec::new(),
+        number: None,
+        numbers: Vec::new(),
+        title: None,
+        parent: (ordinal > 0).then_some(0),
+        ordinal,
+        file: 0,
+        start_byte: 0,
+        line: 1,
+        end_byte: 0,
+        text,
+        tokens: 0,
+        content_hash: String::new(),
+    }
+}
+
+/// A document of `n` paragraphs, each with a short text of its own.
+fn long_document(id: &str, n: usize) -> Document {
+    let mut units = vec![unit(
+        "doc",
+        ledger_core::UnitKind::Document,
+        0,
+        String::new(),
+    )];
+    units.extend((1..=n).map(|i| {
+        unit(
+            &format!("p-{i}"),
+            ledger_core::UnitKind::Paragraph,
+            i,
+            format!("Paragraph {i} of {id}."),
+        )
+    }));
+    Document {
+        id: id.into(),
+        path: format!("{id}.md"),
+        files: vec![format!("{id}.md")],
+        units,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn tables_larger_than_a_chunk_keep_every_row_in_order() {
+    // 100,000 units: the units table reaches its file in two chunks of rows.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = [long_document("a", 60_000), long_document("b", 40_000)];
+    let manifest = write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("write");
+    assert_eq!(manifest.rows["units"], 100_002);
+    let units = ledger_store::read_units(dir.path()).expect("units");
+    assert_eq!(units.len(), 100_002);
+    let order: Vec<(&str, usize)> = units
+        .iter()
+        .map(|u| (u.doc_id.as_str(), u.ordinal))
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted);
+    assert_eq!(units[60_001].unit_id, "doc");
+    assert_eq!(units[100_001].text, "Paragraph 40000 of b.");
+}
+
+#[test]
+fn a_writer_dropped_unfinished_leaves_the_previous_version_current() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = docs();
+    write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("write");
+    let before = std::fs::read(dir.path().join("current/units.parquet")).expect("units");
+    let mut writer =
+        ledger_store::GraphWriter::create(dir.path(), Default::default(), &[]).expect("writer");
+    writer
+        .add(&long_document("b", 10), &[], &[])
+        .expect("first document");
+    // Documents come in id order: an earlier id is refused.
+    let err = writer
+        .add(&long_document("a", 10), &[], &[])
+        .expect_err("out of order");
+    assert!(err.to_string().contains("out of id order"), "{err}");
+    drop(writer);
+    let after = std::fs::read(dir.path().join("current/units.parquet")).expect("units");
+    assert_eq!(before, after);
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path().join("versions"))
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        leftovers,
+        ["000001"],
+        "nothing of the dropped version stays"
+    );
+}
