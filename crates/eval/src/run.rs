@@ -315,8 +315,7 @@ impl Indexed {
         let graph = ledger_pipeline::retrieval::load(graph_dir)?;
         let edges = ledger_store::read_edges(graph_dir)?;
         let semantic = ledger_store::read_embeddings(graph_dir)?;
-        let doc = report
-            .docs
+        let doc = ledger_pipeline::corpus::read_documents(&parts, &report.parts)?
             .into_iter()
             .next()
             .with_context(|| format!("{} did not parse", input.display()))?;

@@ -3,11 +3,9 @@
 //! runs the same corpus stage and commit.
 
 use crate::config::{IndexConfig, RelatedConfig};
-use crate::index::{
-    Assembled, CommitReport, Corpus, CorpusSummary, IndexJob, Previous, commit, corpus_key,
-    discover_inputs, thread_pool,
-};
-use crate::stage::{Part, Settings, Stage, assemble, part_key};
+use crate::corpus::CorpusInput;
+use crate::index::{CommitReport, IndexJob, Previous, corpus_key, discover_inputs, thread_pool};
+use crate::stage::{Part, Settings, Stage, part_key};
 use crate::{Error, Progress, Result, io};
 use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dead_queue};
 use rayon::prelude::*;
@@ -376,12 +374,14 @@ pub fn coordinator(
     });
     progress.finish();
     let mut keys: BTreeMap<String, String> = BTreeMap::new();
+    let mut reused = std::collections::HashSet::new();
     let mut jobs = Vec::new();
     let mut report = CoordinatorReport::default();
     for (source, (key, complete)) in sources.iter().zip(scanned) {
         keys.insert(source.id.clone(), key.clone());
         if complete {
             report.reused += 1;
+            reused.insert(source.id.clone());
             continue;
         }
         jobs.push(DocumentJob {
@@ -405,23 +405,8 @@ pub fn coordinator(
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
     keys.retain(|doc, _| !dead.contains(doc.as_str()));
-    let mut done = Vec::new();
-    for key in keys.values() {
-        done.push(Part::read(&parts, key)?);
-    }
     let names = stage.semantic_names();
     let key = corpus_key(&keys, &options.related, names.as_ref(), &diagnostics);
-    let unchanged = report.published == 0 && previous.version > 0 && key == previous.corpus_key;
-    let related = RelatedConfig {
-        enabled: options.related.enabled && !unchanged,
-        ..options.related.clone()
-    };
-    let (docs, semantic) = assemble(done, &related, names)?;
-    let corpus = Corpus {
-        docs,
-        diagnostics,
-        seconds: 0.0,
-    };
     let job = IndexJob {
         paths: &paths,
         out: &out,
@@ -430,23 +415,26 @@ pub fn coordinator(
         related: &options.related,
         command: &options.command,
     };
-    report.commit = Some(if unchanged {
-        CommitReport {
-            summary: CorpusSummary::of(&corpus),
-            current: out.join("current"),
-            version: previous.version,
-            written: false,
-            write_seconds: 0.0,
-        }
-    } else {
-        let assembled = Assembled {
-            corpus: &corpus,
-            semantic: &semantic,
-            parts: keys,
-            corpus_key: key,
-        };
-        commit(&job, &assembled, usage, started_at, start)?
-    });
+    report.commit = Some(
+        if report.published == 0 && previous.version > 0 && key == previous.corpus_key {
+            CommitReport {
+                summary: None,
+                current: out.join("current"),
+                version: previous.version,
+                written: false,
+                write_seconds: 0.0,
+            }
+        } else {
+            let input = CorpusInput {
+                keys: &keys,
+                names: names.as_ref(),
+                diagnostics: &diagnostics,
+                corpus_key: &key,
+                reused: &reused,
+            };
+            crate::corpus::write(&job, &input, usage, started_at, start)?.commit
+        },
+    );
     drop(lock);
     Ok(report)
 }

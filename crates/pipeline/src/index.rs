@@ -5,9 +5,9 @@
 use crate::config::{
     EmbedderKind, IndexConfig, JudgeKind, RelatedConfig, SummarizerKind, VerifyConfig,
 };
-use crate::stage::{DocReport, Part, Stage, assemble, part_key};
+use crate::stage::{DocReport, Part, Stage, part_key};
 use crate::{Error, Progress, Result};
-use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Semantic, Severity, UnitKind};
+use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Severity, UnitKind};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +16,7 @@ use std::time::Instant;
 
 /// Everything parsed from some inputs.
 pub struct Corpus {
-    /// Parsed documents, in discovery order (sorted by id once assembled).
+    /// Parsed documents, in discovery order.
     pub docs: Vec<Document>,
     /// Problems with the inputs themselves (missing paths, unknown file types).
     pub diagnostics: Vec<Diagnostic>,
@@ -224,7 +224,29 @@ pub struct Staged {
     pub reused: bool,
 }
 
+/// What the embedded mode keeps of a staged document (its part is in the part store).
+struct Outcome {
+    doc_id: String,
+    key: String,
+    report: DocReport,
+    parsed: bool,
+    reused: bool,
+    errors: Vec<String>,
+}
+
 impl Staged {
+    /// What the embedded mode keeps of it.
+    fn outcome(self) -> Outcome {
+        Outcome {
+            errors: document_errors(std::slice::from_ref(&self.part.doc)),
+            doc_id: self.part.doc.id,
+            key: self.key,
+            report: self.report,
+            parsed: self.parsed,
+            reused: self.reused,
+        }
+    }
+
     /// A complete part reused as it is: nothing of it is judged again in this run.
     fn reused(mut part: Part, key: String, parsed: bool) -> Staged {
         for j in &mut part.doc.judgments {
@@ -281,25 +303,27 @@ pub struct IndexJob<'a> {
 /// A graph version written, or found current already.
 #[derive(Debug, Clone)]
 pub struct CommitReport {
-    /// What the graph holds.
-    pub summary: CorpusSummary,
+    /// What the graph holds (`None` when unchanged: the documents were not read).
+    pub summary: Option<CorpusSummary>,
     /// `GRAPH/current`.
     pub current: PathBuf,
     /// The version committed (or found current).
     pub version: u64,
     /// False when the current version already held exactly this corpus: nothing was written.
     pub written: bool,
-    /// Seconds spent writing it.
+    /// Seconds of the corpus stage that wrote it.
     pub write_seconds: f64,
 }
 
 impl fmt::Display for CommitReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.summary)?;
+        if let Some(summary) = &self.summary {
+            write!(f, "{summary}")?;
+        }
         if self.written {
             writeln!(
                 f,
-                "graph: {} (version {}), written in {:.2} s",
+                "graph: {} (version {}), corpus stage (references across documents, RELATED, tables) in {:.2} s",
                 self.current.display(),
                 self.version,
                 self.write_seconds
@@ -319,6 +343,8 @@ impl fmt::Display for CommitReport {
 pub struct IndexReport {
     /// The graph version written (or found current).
     pub commit: CommitReport,
+    /// Documents in the graph.
+    pub documents: usize,
     /// The documents' own errors (they were stored all the same).
     pub document_errors: Vec<String>,
     /// The document stages, summed over documents.
@@ -337,8 +363,8 @@ pub struct IndexReport {
     pub stage_seconds: f64,
     /// Seconds of the corpus stage.
     pub corpus_seconds: f64,
-    /// The documents as committed (sorted by id, resolved, with judgments and DEPENDS edges).
-    pub docs: Vec<Document>,
+    /// Document id → the key of its part (see [`crate::corpus::read_documents`]).
+    pub parts: BTreeMap<String, String>,
 }
 
 impl fmt::Display for IndexReport {
@@ -367,11 +393,10 @@ impl fmt::Display for IndexReport {
             let (embeddings, model, summarizer) = &self.embeddings;
             writeln!(
                 f,
-                "related: {edges} RELATED edges at cosine > {} ({} scope, at most {} per unit) from {embeddings} embeddings ({model}, summaries {summarizer}), in {:.2} s",
+                "related: {edges} RELATED edges at cosine > {} ({} scope, at most {} per unit) from {embeddings} embeddings ({model}, summaries {summarizer})",
                 related.theta,
                 related.scope,
                 related.k.max(1),
-                self.corpus_seconds,
             )?;
         }
         if self.related.is_some() {
@@ -397,8 +422,8 @@ impl fmt::Display for IndexReport {
             f,
             "document stage: {} of {} documents parsed ({} unchanged since the last run, not parsed again), {:.2} s",
             self.parsed,
-            self.commit.summary.documents,
-            self.commit.summary.documents - self.parsed,
+            self.documents,
+            self.documents - self.parsed,
             self.stage_seconds
         )
     }
@@ -414,152 +439,91 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     let previous = Previous::of(job.out);
     let pool = thread_pool(job.index.jobs)?;
     progress.start("documents", sources.len() as u64);
-    let results: Vec<Result<Staged>> = pool.install(|| {
+    // Each document parsed, judged, embedded and written as a part on its thread; only what
+    // `Staged::outcome` keeps of it stays in memory.
+    let results: Vec<Result<Outcome>> = pool.install(|| {
         sources
             .par_iter()
             .map(|source| {
-                let staged = stage_document(stage, job.parts, source, &previous).map_err(|e| {
-                    Error::Invalid(format!(
-                        "document {}: {}",
-                        source.id,
-                        crate::error_chain(&e)
-                    ))
-                });
+                let staged = stage_document(stage, job.parts, source, &previous)
+                    .map(Staged::outcome)
+                    .map_err(|e| {
+                        Error::Invalid(format!(
+                            "document {}: {}",
+                            source.id,
+                            crate::error_chain(&e)
+                        ))
+                    });
                 progress.advance(&source.id);
                 staged
             })
             .collect()
     });
     progress.finish();
-    let mut parts = Vec::with_capacity(results.len());
     let mut keys = BTreeMap::new();
     let mut report = DocReport::default();
     let (mut parsed, mut all_reused) = (0, true);
+    let mut errors = Vec::new();
+    let mut reused = std::collections::HashSet::new();
     for r in results {
-        let staged = r?;
-        report.add(&staged.report);
-        parsed += usize::from(staged.parsed);
-        all_reused &= staged.reused;
-        keys.insert(staged.part.doc.id.clone(), staged.key);
-        parts.push(staged.part);
+        let o = r?;
+        report.add(&o.report);
+        parsed += usize::from(o.parsed);
+        all_reused &= o.reused;
+        if o.reused {
+            reused.insert(o.doc_id.clone());
+        }
+        errors.extend(o.errors);
+        keys.insert(o.doc_id, o.key);
     }
     let stage_seconds = start.elapsed().as_secs_f64();
     let corpus_start = Instant::now();
     let names = stage.semantic_names();
     let key = corpus_key(&keys, job.related, names.as_ref(), &diagnostics);
     let unchanged = all_reused && previous.version > 0 && key == previous.corpus_key;
-    // An unchanged corpus keeps its RELATED edges: the version holding them stays current.
-    let related = RelatedConfig {
-        enabled: job.related.enabled && !unchanged,
-        ..job.related.clone()
-    };
-    let (docs, semantic) = assemble(parts, &related, names)?;
-    let corpus = Corpus {
-        docs,
-        diagnostics,
-        seconds: 0.0,
-    };
-    let corpus_seconds = corpus_start.elapsed().as_secs_f64();
-    let commit = if unchanged {
-        CommitReport {
-            summary: CorpusSummary::of(&corpus),
+    let (commit, related_edges, embeddings) = if unchanged {
+        let commit = CommitReport {
+            summary: None,
             current: job.out.join("current"),
             version: previous.version,
             written: false,
             write_seconds: 0.0,
-        }
+        };
+        (commit, None, report.semantic.vectors_reused)
     } else {
         let usage = stage
             .chat()
             .map(|c| c.usage().snapshot())
             .unwrap_or_default();
-        let assembled = Assembled {
-            corpus: &corpus,
-            semantic: &semantic,
-            parts: keys,
-            corpus_key: key,
+        let input = crate::corpus::CorpusInput {
+            keys: &keys,
+            names: names.as_ref(),
+            diagnostics: &diagnostics,
+            corpus_key: &key,
+            reused: &reused,
         };
-        commit(job, &assembled, usage, started_at, start)?
+        let out = crate::corpus::write(job, &input, usage, started_at, start)?;
+        let related = (job.related.enabled && names.is_some()).then_some(out.related_edges);
+        (out.commit, related, out.embeddings)
     };
+    let corpus_seconds = corpus_start.elapsed().as_secs_f64();
     let settings = stage.settings();
+    let (model, summarizer) = names.map(|n| (n.0, n.2)).unwrap_or_default();
     Ok(IndexReport {
         commit,
-        document_errors: document_errors(&corpus.docs),
+        documents: keys.len(),
+        document_errors: errors,
         stage: report,
         parsed,
         judge: stage
             .judge()
             .map(|j| (j.name().to_string(), settings.depends.window)),
         related: settings.embed_enabled.then(|| job.related.clone()),
-        related_edges: (!unchanged).then_some(semantic.related.len()),
-        embeddings: (
-            semantic.embeddings.len(),
-            semantic.model.clone(),
-            semantic.summarizer.clone(),
-        ),
+        related_edges,
+        embeddings: (embeddings, model, summarizer),
         stage_seconds,
         corpus_seconds,
-        docs: corpus.docs,
-    })
-}
-
-/// The corpus stage's result, ready to commit.
-pub struct Assembled<'a> {
-    /// The documents, resolved, and the inputs' diagnostics.
-    pub corpus: &'a Corpus,
-    /// Embeddings and RELATED edges.
-    pub semantic: &'a Semantic,
-    /// Document id → the part it came from.
-    pub parts: BTreeMap<String, String>,
-    /// What decided the content ([`corpus_key`]).
-    pub corpus_key: String,
-}
-
-/// Writes the graph version (and drops the parts it no longer needs); `start` is when the run
-/// began (its wall time goes to the `runs` table).
-pub fn commit(
-    job: &IndexJob,
-    assembled: &Assembled,
-    usage: ledger_llm::UsageSnapshot,
-    started_at: String,
-    start: Instant,
-) -> Result<CommitReport> {
-    let keep: std::collections::HashSet<String> = assembled.parts.values().cloned().collect();
-    let corpus = assembled.corpus;
-    let run = ledger_store::RunInfo {
-        started_at,
-        command: job.command.to_string(),
-        inputs: job
-            .paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" "),
-        seconds: start.elapsed().as_secs_f64(),
-        llm_requests: usage.requests,
-        llm_prompt_tokens: usage.prompt_tokens,
-        llm_completion_tokens: usage.completion_tokens,
-        parts: assembled.parts.clone(),
-        corpus_key: assembled.corpus_key.clone(),
-    };
-    let write_start = Instant::now();
-    let manifest = ledger_store::write_graph(
-        job.out,
-        &corpus.docs,
-        &corpus.diagnostics,
-        assembled.semantic,
-        &run,
-    )
-    .map_err(crate::store(|| {
-        format!("writing graph {}", job.out.display())
-    }))?;
-    job.parts.prune(&keep);
-    Ok(CommitReport {
-        summary: CorpusSummary::of(corpus),
-        current: job.out.join("current"),
-        version: manifest.version,
-        written: true,
-        write_seconds: write_start.elapsed().as_secs_f64(),
+        parts: keys,
     })
 }
 
@@ -662,34 +626,42 @@ pub struct CorpusSummary {
 impl CorpusSummary {
     /// The summary of `corpus`.
     pub fn of(corpus: &Corpus) -> CorpusSummary {
-        let docs = &corpus.docs;
         let mut s = CorpusSummary {
-            documents: docs.len(),
-            bytes: docs.iter().map(|d| d.bytes).sum(),
-            contains: docs.iter().map(|d| d.units.len().saturating_sub(1)).sum(),
-            references: docs.iter().map(|d| d.reference_edges().len()).sum(),
-            proofs: docs.iter().map(|d| d.proof_edges().len()).sum(),
             seconds: corpus.seconds,
             ..CorpusSummary::default()
         };
-        for u in docs.iter().flat_map(|d| &d.units) {
-            *s.units.entry(u.kind).or_default() += 1;
+        for doc in &corpus.docs {
+            s.add(doc);
         }
-        for m in docs.iter().flat_map(|d| &d.mentions) {
+        s.add_diagnostics(&corpus.diagnostics);
+        s
+    }
+
+    /// Counts `doc` in.
+    pub fn add(&mut self, doc: &Document) {
+        self.documents += 1;
+        self.bytes += doc.bytes;
+        self.contains += doc.units.len().saturating_sub(1);
+        self.references += doc.reference_edges().len();
+        self.proofs += doc.proof_edges().len();
+        for u in &doc.units {
+            *self.units.entry(u.kind).or_default() += 1;
+        }
+        for m in &doc.mentions {
             match m.resolution {
-                Resolution::Resolved { .. } => s.mentions.0 += 1,
-                Resolution::Ambiguous { .. } => s.mentions.2 += 1,
-                _ => s.mentions.1 += 1,
+                Resolution::Resolved { .. } => self.mentions.0 += 1,
+                Resolution::Ambiguous { .. } => self.mentions.2 += 1,
+                _ => self.mentions.1 += 1,
             }
         }
-        for d in docs
-            .iter()
-            .flat_map(|d| &d.diagnostics)
-            .chain(&corpus.diagnostics)
-        {
-            *s.diagnostics.entry(d.severity).or_default() += 1;
+        self.add_diagnostics(&doc.diagnostics);
+    }
+
+    /// Counts diagnostics in (a document's, or the inputs' own).
+    pub fn add_diagnostics(&mut self, diagnostics: &[Diagnostic]) {
+        for d in diagnostics {
+            *self.diagnostics.entry(d.severity).or_default() += 1;
         }
-        s
     }
 }
 

@@ -7,6 +7,7 @@
 //! Functions return reports and take a [`Progress`] callback; nothing here prints.
 
 pub mod config;
+pub mod corpus;
 pub mod distributed;
 pub mod index;
 pub mod llm_edit;

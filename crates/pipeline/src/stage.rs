@@ -4,8 +4,9 @@
 //! - **Document stage** ([`Stage::process`]): parse one document, judge its DEPENDS edges, write
 //!   its summaries and embeddings; the result is a *part*, stored under a key that fixes its
 //!   content ([`part_key`]: document id, content hash, pipeline fingerprint).
-//! - **Corpus stage** ([`assemble`]): the parts of every document, cross-document references
-//!   resolved, RELATED edges found; then the graph is committed.
+//! - **Corpus stage** ([`crate::corpus::write`]): the parts of every document, cross-document
+//!   references resolved, RELATED edges found, the graph written one document at a time and
+//!   committed. [`assemble`] is the same in memory, for what does not write a graph.
 //!
 //! A part whose key already exists is reused as it is (an unchanged document costs nothing); a
 //! changed document's previous part is its cache (LLM judgments, summaries, vectors).
@@ -284,8 +285,10 @@ pub fn part_key(doc_id: &str, content_hash: &str, fingerprint: &str) -> String {
     ledger_core::content_hash(format!("{doc_id}\0{content_hash}\0{fingerprint}").as_bytes())
 }
 
-/// The corpus stage: documents sorted by id, references across documents resolved, embeddings
-/// gathered, RELATED edges found (when `related` is enabled).
+/// The corpus stage in memory, for what does not write a graph (the evaluation's edited
+/// document): documents sorted by id, references across documents resolved, embeddings gathered,
+/// RELATED edges found (when `related` is enabled). `ledger index` and the coordinator stream
+/// instead ([`crate::corpus::write`]).
 pub fn assemble(
     parts: Vec<Part>,
     related: &RelatedConfig,

@@ -74,9 +74,10 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
 
     let first = run_index(&stage, &config, &main, &graph);
     assert_eq!(first.commit.version, 1);
-    assert_eq!(first.commit.summary.documents, 1);
-    assert_eq!(first.docs.len(), 1);
-    let units = first.docs[0].units.len();
+    assert_eq!(first.commit.summary.as_ref().map(|s| s.documents), Some(1));
+    let first_docs = documents(&config, &graph, &first);
+    assert_eq!(first_docs.len(), 1);
+    let units = first_docs[0].units.len();
     assert!(units > 50, "{units} units");
     let embedded = first.embeddings.0;
     assert!(embedded > 0);
@@ -100,10 +101,8 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
     assert_eq!(again.parsed, 0);
     assert!(!again.commit.written);
     assert_eq!(again.commit.version, 1);
-    assert_eq!(
-        again.docs,
-        first.docs.iter().map(reused).collect::<Vec<_>>()
-    );
+    assert_eq!(again.parts, first.parts);
+    assert_eq!(documents(&config, &graph, &again), first_docs);
     assert_eq!(again.stage.semantic.vectors_computed, 0);
     assert_eq!(again.stage.semantic.vectors_reused, embedded);
     assert_eq!(again.stage.depends.reused, again.stage.depends.units);
@@ -138,13 +137,10 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
     assert_eq!(built.embedder, Some(EmbedderKind::Hash));
 }
 
-/// The document as a rerun that reuses its part reports it: every judgment marked reused.
-fn reused(doc: &ledger_core::Document) -> ledger_core::Document {
-    let mut doc = doc.clone();
-    for j in &mut doc.judgments {
-        j.reused = true;
-    }
-    doc
+/// The documents of an index run, read back from their parts.
+fn documents(config: &Config, graph: &Path, report: &IndexReport) -> Vec<ledger_core::Document> {
+    let parts = config.store.parts(graph).expect("part store");
+    ledger_pipeline::corpus::read_documents(&parts, &report.parts).expect("documents")
 }
 
 /// The version `GRAPH/current` points to.
@@ -184,9 +180,8 @@ fn a_rerun_parses_only_documents_whose_inputs_changed() {
     let graph = dir.path().join("graph");
     let first = run_index(&stage, &config, &corpus, &graph);
     assert_eq!((first.parsed, first.commit.version), (2, 1));
-    let book_doc = first
-        .docs
-        .iter()
+    let book_doc = documents(&config, &graph, &first)
+        .into_iter()
         .find(|d| d.id.ends_with("main.tex"))
         .expect("book");
     // The missing `extra` was looked for under both names, and recorded so.
@@ -219,9 +214,8 @@ fn a_rerun_parses_only_documents_whose_inputs_changed() {
     );
     let third = run_index(&stage, &config, &corpus, &graph);
     assert_eq!((third.parsed, third.commit.version), (1, 2));
-    let book_doc = third
-        .docs
-        .iter()
+    let book_doc = documents(&config, &graph, &third)
+        .into_iter()
         .find(|d| d.id.ends_with("main.tex"))
         .expect("book");
     assert!(
@@ -236,8 +230,7 @@ fn a_rerun_parses_only_documents_whose_inputs_changed() {
     let fourth = run_index(&stage, &config, &corpus, &graph);
     assert_eq!((fourth.parsed, fourth.commit.version), (1, 3));
     assert!(
-        fourth
-            .docs
+        documents(&config, &graph, &fourth)
             .iter()
             .any(|d| d.units.iter().any(|u| u.title.as_deref() == Some("Extra")))
     );
@@ -245,10 +238,10 @@ fn a_rerun_parses_only_documents_whose_inputs_changed() {
     // A new document: only it is parsed; a removed one leaves the graph.
     write(&corpus.join("guide.md"), "# Guide\n\nHow to.\n");
     let fifth = run_index(&stage, &config, &corpus, &graph);
-    assert_eq!((fifth.parsed, fifth.commit.summary.documents), (1, 3));
+    assert_eq!((fifth.parsed, fifth.documents), (1, 3));
     std::fs::remove_file(corpus.join("guide.md")).expect("rm");
     let sixth = run_index(&stage, &config, &corpus, &graph);
-    assert_eq!((sixth.parsed, sixth.commit.summary.documents), (0, 2));
+    assert_eq!((sixth.parsed, sixth.documents), (0, 2));
     assert!(sixth.commit.written, "a removed document changes the graph");
 
     // Other corpus-stage settings: nothing parsed, but a new version written.
