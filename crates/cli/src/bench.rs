@@ -2,7 +2,8 @@
 //! `parse`: parse + reference-extraction throughput (see `ledger_parse::throughput`);
 //! `distributed`: documents/s of the embedded mode and of 1, 2, 4 workers;
 //! `context`: the time of a context query on a graph, against the baselines';
-//! `pathological`: how the time of inputs that once took quadratic time grows with their size.
+//! `pathological`: how the time of inputs that once took quadratic time grows with their size;
+//! `scale`: time and peak memory against corpus size (`bench_scale.rs`).
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
@@ -56,6 +57,25 @@ pub enum Which {
         budget: usize,
     },
 
+    /// Corpora of growing size (copies of PATHS, each file marked with its copy number so no two
+    /// are byte-identical), each indexed embedded and with N workers on this machine: wall time,
+    /// MB/s, peak RSS (the largest process of the mode), then an unchanged rerun and a rerun after
+    /// one document changed; a Markdown table and SVG plots of time and RSS against size in OUT.
+    Scale {
+        /// Corpora to copy (files or folders).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Where corpora, graphs, the table and the plots go (corpora are kept for the next run).
+        #[arg(long)]
+        out: PathBuf,
+        /// Corpus sizes in MB.
+        #[arg(long, value_delimiter = ',', default_value = "100,300,1000")]
+        sizes: Vec<f64>,
+        /// Worker counts of the distributed runs (0: none).
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        workers: Vec<usize>,
+    },
+
     /// Inputs that once took quadratic time or memory (nested `enumerate`, unclosed `\ref{`, many
     /// sections, many similar Markdown headings), each indexed in process at a tenth of its size and at its size: the ratio of
     /// the two times is about 10 when the time is linear (100 if quadratic).
@@ -90,11 +110,17 @@ pub fn run(which: Which, config: &Config) -> Result<()> {
         }
         Which::Distributed { paths, workers } => distributed(&paths, &workers),
         Which::Pathological { scale } => pathological(scale, config),
+        Which::Scale {
+            paths,
+            out,
+            sizes,
+            workers,
+        } => crate::bench_scale::scale(&paths, &out, &sizes, &workers),
     }
 }
 
 /// Runs the binary itself with `args`, its own job queue, no progress bars.
-fn ledger(queue: &str, args: &[&str]) -> Result<Command> {
+pub(crate) fn ledger(queue: &str, args: &[&str]) -> Result<Command> {
     let mut c = Command::new(std::env::current_exe().context("locating ledger")?);
     c.args(args)
         .env("LEDGER_QUEUE_JOBS", queue)
@@ -167,19 +193,7 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
             embedded / seconds
         );
     }
-    // The benchmark's queues go with it.
-    let amqp = crate::config::load(None)?.queue.amqp;
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(async {
-            let b =
-                ledger_queue::Broker::connect(&amqp, std::time::Duration::from_secs(10)).await?;
-            b.delete_queue(&queue).await?;
-            b.delete_queue(&ledger_queue::dead_queue(&queue)).await?;
-            b.close().await;
-            anyhow::Ok(())
-        })?;
+    delete_queue(&queue)?;
     if let Some((_, one)) = rows.iter().find(|r| r.0 == "1 worker") {
         println!(
             "\nqueue overhead: {:.1} ms per document (1 worker against embedded with 1 thread, process start-up included)",
@@ -187,6 +201,22 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Deletes a benchmark's job queue and its dead-letter queue (the benchmark's queues go with it).
+pub(crate) fn delete_queue(queue: &str) -> Result<()> {
+    let amqp = crate::config::load(None)?.queue.amqp;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            let b =
+                ledger_queue::Broker::connect(&amqp, std::time::Duration::from_secs(10)).await?;
+            b.delete_queue(queue).await?;
+            b.delete_queue(&ledger_queue::dead_queue(queue)).await?;
+            b.close().await;
+            anyhow::Ok(())
+        })
 }
 
 /// The instruction of every timed context query.

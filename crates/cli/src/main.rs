@@ -4,6 +4,7 @@
 //! the report.
 
 mod bench;
+mod bench_scale;
 mod config;
 mod edit;
 mod eval;

@@ -87,7 +87,7 @@ impl<'a> NeighbourIndex<'a> {
     /// Each vector's `k` strongest neighbours above `theta` that `skip` does not leave out (the
     /// approximate [`exact_neighbours`]). A search asks for `k + 1` at first and twice as many
     /// while it has not found `k` kept ones and its farthest hit is still above `theta` (left-out
-    /// pairs and the vector itself take places in the answer).
+    /// pairs and the vector itself take places in the answer, and HNSW may answer with fewer).
     pub fn neighbours(&self, vectors: &[Vec<f32>], theta: f32, k: usize, skip: Skip) -> Neighbours {
         let n = vectors.len();
         vectors
@@ -97,9 +97,9 @@ impl<'a> NeighbourIndex<'a> {
                 let mut asked = (k + 1).min(n);
                 loop {
                     let hits = self.search(v, asked);
-                    let widen = hits.len() >= asked
-                        && asked < n
-                        && hits.last().is_some_and(|h| h.1 > theta);
+                    // Widen while the farthest hit is still above θ (an approximate search may
+                    // also return fewer hits than asked: asking for more then looks further).
+                    let widen = asked < n && hits.last().is_some_and(|h| h.1 > theta);
                     let mut top = TopK::new(k);
                     for (j, s) in hits {
                         if j != i && s > theta && !skip(i, j) {

@@ -1181,8 +1181,20 @@ impl Report {
 fn plot(
     path: &Path,
     title: &str,
-    (x_label, x_range): (&str, std::ops::Range<f64>),
+    x: (&str, std::ops::Range<f64>),
     y_label: &str,
+    lines: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    plot_lines(path, title, x, (y_label, 0.0..1.05), lines)
+}
+
+/// A line chart as SVG: x on a log scale over its range, y linear over its range, one line (with
+/// its points marked) per named series.
+pub fn plot_lines(
+    path: &Path,
+    title: &str,
+    (x_label, x_range): (&str, std::ops::Range<f64>),
+    (y_label, y_range): (&str, std::ops::Range<f64>),
     lines: &[(String, Vec<(f64, f64)>)],
 ) -> Result<()> {
     use plotters::prelude::*;
@@ -1194,7 +1206,7 @@ fn plot(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(55)
-        .build_cartesian_2d(x_range.log_scale(), 0.0f64..1.05f64)
+        .build_cartesian_2d(x_range.log_scale(), y_range)
         .map_err(|e| EvalError::Invalid(e.to_string()))?;
     chart
         .configure_mesh()

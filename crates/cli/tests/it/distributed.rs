@@ -590,3 +590,55 @@ fn workers_write_parts_to_s3_compatible_storage() {
     assert_eq!(listing.matches(".parquet</Key>").count(), 5, "{listing}");
     let _ = env.dead_letters();
 }
+
+#[test]
+fn the_scale_benchmark_reports_every_mode() {
+    let Some(_broker) = broker() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("scale");
+    let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args([
+            "bench",
+            "scale",
+            s(&root().join("datasets/paper-equational-theories")),
+            "--out",
+            s(&out),
+            "--sizes",
+            "0.5,1",
+            "--workers",
+            "1",
+        ])
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EMBED_EMBEDDER", "hash")
+        .output()
+        .expect("ledger bench runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = stdout(&o);
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
+    // A header and two modes at each of two sizes, each with a peak RSS measured.
+    assert_eq!(rows.len(), 5, "{table}");
+    for row in &rows[1..] {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let peak: f64 = cells[5].parse().expect("peak RSS");
+        assert!(peak > 1.0, "{row}");
+    }
+    assert!(
+        table.contains("| embedded |") && table.contains("| 1 worker |"),
+        "{table}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("scale.md")).expect("scale.md"),
+        table
+    );
+    for plot in ["scale-seconds.svg", "scale-rss.svg"] {
+        let svg = std::fs::read_to_string(out.join(plot)).expect("plot");
+        assert!(svg.contains("<svg") && svg.contains("embedded"), "{plot}");
+    }
+    // The corpus is copies, each marked: the second copy differs from the first.
+    let a = out.join("corpus-1mb/copy-1/paper-equational-theories/main.tex");
+    let b = out.join("corpus-1mb/copy-2/paper-equational-theories/main.tex");
+    assert_ne!(
+        std::fs::read(a).expect("first copy"),
+        std::fs::read(b).expect("second copy")
+    );
+}
