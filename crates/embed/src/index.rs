@@ -269,15 +269,10 @@ pub fn exact_neighbours(vectors: &[Vec<f32>], theta: f32, k: usize, skip: Skip) 
         }
         candle_core::Result::Ok(())
     });
-    match blocked {
-        Some(Ok(())) => tops.into_iter().map(TopK::into_sorted).collect(),
-        failed => {
-            if let Some(Err(e)) = failed {
-                tracing::warn!(error = %e, "blocked exact search failed; comparing pairwise");
-            }
-            exact_neighbours_scalar(vectors, theta, k, skip)
-        }
-    }
+    blocked_or_pairwise(blocked, tops, || {
+        let all: Vec<usize> = (0..n).collect();
+        exact_neighbours_scalar(vectors, &all, theta, k, skip)
+    })
 }
 
 /// [`exact_neighbours`] for `rows` only (each against every vector, nothing left out): recall
@@ -312,23 +307,39 @@ pub fn exact_neighbours_of(
         }
         candle_core::Result::Ok(())
     });
+    blocked_or_pairwise(blocked, tops, || {
+        exact_neighbours_scalar(vectors, rows, theta, k, &skip_none)
+    })
+}
+
+/// The lists the blocked search filled, or, when it did not apply (vectors of several lengths)
+/// or failed, what `pairwise` computes.
+fn blocked_or_pairwise(
+    blocked: Option<candle_core::Result<()>>,
+    tops: Vec<TopK>,
+    pairwise: impl FnOnce() -> Neighbours,
+) -> Neighbours {
     match blocked {
         Some(Ok(())) => tops.into_iter().map(TopK::into_sorted).collect(),
         failed => {
             if let Some(Err(e)) = failed {
                 tracing::warn!(error = %e, "blocked exact search failed; comparing pairwise");
             }
-            let all = exact_neighbours_scalar(vectors, theta, k, &skip_none);
-            rows.iter().map(|&i| all[i].clone()).collect()
+            pairwise()
         }
     }
 }
 
-/// The pairwise exact search (vectors of any lengths).
-fn exact_neighbours_scalar(vectors: &[Vec<f32>], theta: f32, k: usize, skip: Skip) -> Neighbours {
-    (0..vectors.len())
-        .into_par_iter()
-        .map(|i| {
+/// The pairwise exact search for `rows` (vectors of any lengths).
+fn exact_neighbours_scalar(
+    vectors: &[Vec<f32>],
+    rows: &[usize],
+    theta: f32,
+    k: usize,
+    skip: Skip,
+) -> Neighbours {
+    rows.par_iter()
+        .map(|&i| {
             let mut top = TopK::new(k);
             for (j, v) in vectors.iter().enumerate() {
                 offer(&mut top, i, j, crate::cosine(&vectors[i], v), theta, skip);
@@ -431,7 +442,8 @@ mod tests {
         let vectors = vectors(5000);
         let skip = |i: usize, j: usize| (i + j).is_multiple_of(7);
         let blocked = exact_neighbours(&vectors, 0.9, 10, &skip);
-        let scalar = exact_neighbours_scalar(&vectors, 0.9, 10, &skip);
+        let all: Vec<usize> = (0..vectors.len()).collect();
+        let scalar = exact_neighbours_scalar(&vectors, &all, 0.9, 10, &skip);
         let full = blocked.iter().filter(|r| r.len() == 10).count();
         assert!(full > 4000, "{full} vectors with 10 neighbours");
         // Scores agree to rounding; a neighbour within rounding of another may swap places.
@@ -447,10 +459,7 @@ mod tests {
         }
         let rows = [0, 17, 2048, 4999];
         let sample = exact_neighbours_of(&vectors, &rows, 0.9, 10);
-        let expect: Vec<_> = rows
-            .iter()
-            .map(|&i| exact_neighbours_scalar(&vectors, 0.9, 10, &skip_none)[i].clone())
-            .collect();
+        let expect = exact_neighbours_scalar(&vectors, &rows, 0.9, 10, &skip_none);
         assert_eq!(ids(&sample), ids(&expect));
     }
 

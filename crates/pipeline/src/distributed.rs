@@ -416,14 +416,8 @@ pub fn coordinator(
         command: &options.command,
     };
     report.commit = Some(
-        if report.published == 0 && previous.version > 0 && key == previous.corpus_key {
-            CommitReport {
-                summary: None,
-                current: out.join("current"),
-                version: previous.version,
-                written: false,
-                write_seconds: 0.0,
-            }
+        if let Some(version) = previous.current_if(report.published == 0, &key) {
+            CommitReport::unchanged(&out, version)
         } else {
             let input = CorpusInput {
                 keys: &keys,

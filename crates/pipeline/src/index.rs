@@ -137,6 +137,12 @@ impl Previous {
         }
     }
 
+    /// Its version, when a run that reused every part as it was (`all_reused`) and came to
+    /// `corpus_key` has nothing to write: the current version holds exactly that corpus.
+    pub fn current_if(&self, all_reused: bool, corpus_key: &str) -> Option<u64> {
+        (all_reused && self.version > 0 && corpus_key == self.corpus_key).then_some(self.version)
+    }
+
     /// The part document `doc_id` came from.
     pub fn part_of(&self, doc_id: &str) -> Option<&str> {
         self.parts.get(doc_id).map(String::as_str)
@@ -315,6 +321,19 @@ pub struct CommitReport {
     pub write_seconds: f64,
 }
 
+impl CommitReport {
+    /// Version `version` of `graph` found current: nothing read, nothing written.
+    pub fn unchanged(graph: &Path, version: u64) -> CommitReport {
+        CommitReport {
+            summary: None,
+            current: graph.join("current"),
+            version,
+            written: false,
+            write_seconds: 0.0,
+        }
+    }
+}
+
 impl fmt::Display for CommitReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(summary) = &self.summary {
@@ -480,15 +499,10 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     let corpus_start = Instant::now();
     let names = stage.semantic_names();
     let key = corpus_key(&keys, job.related, names.as_ref(), &diagnostics);
-    let unchanged = all_reused && previous.version > 0 && key == previous.corpus_key;
-    let (commit, related_edges, embeddings) = if unchanged {
-        let commit = CommitReport {
-            summary: None,
-            current: job.out.join("current"),
-            version: previous.version,
-            written: false,
-            write_seconds: 0.0,
-        };
+    let (commit, related_edges, embeddings) = if let Some(commit) = previous
+        .current_if(all_reused, &key)
+        .map(|version| CommitReport::unchanged(job.out, version))
+    {
         (commit, None, report.semantic.vectors_reused)
     } else {
         let usage = stage

@@ -143,6 +143,17 @@ fn documents(config: &Config, graph: &Path, report: &IndexReport) -> Vec<ledger_
     ledger_pipeline::corpus::read_documents(&parts, &report.parts).expect("documents")
 }
 
+/// What `f` returns, run on a thread of its own; fails the test when it takes longer than
+/// `seconds` (a guard against a hang, not the measure).
+fn within<T: Send + 'static>(seconds: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(seconds))
+        .unwrap_or_else(|_| panic!("no result within {seconds} s"))
+}
+
 /// The version `GRAPH/current` points to.
 fn current_version(graph: &Path) -> String {
     std::fs::read_link(graph.join("current"))
@@ -323,8 +334,7 @@ fn summaries_of_a_document_with_many_sections_cost_linear_time() {
     let config = Config::defaults();
     let mut s = settings(&config);
     s.depends.enabled = false;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let part = within(300, move || {
         let stage = Stage::new(s).expect("stage");
         let source = ledger_parse::Source {
             id: "main".into(),
@@ -332,12 +342,9 @@ fn summaries_of_a_document_with_many_sections_cost_linear_time() {
             format: ledger_core::Format::Latex,
         };
         let doc = stage.parse(&source);
-        let _ = tx.send(stage.process(doc, None).map(|(part, _)| part));
-    });
-    let part = rx
-        .recv_timeout(std::time::Duration::from_secs(300))
-        .expect("the document stage finishes")
-        .expect("the document stage succeeds");
+        stage.process(doc, None).map(|(part, _)| part)
+    })
+    .expect("the document stage succeeds");
     let summaries = part
         .semantic
         .embeddings
@@ -365,14 +372,10 @@ fn similar_headings_get_at_most_k_related_edges_each() {
     let mut s = settings(&config);
     s.depends.enabled = false;
     let graph = dir.path().join("graph");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let report = within(600, move || {
         let stage = Stage::new(s).expect("stage");
-        let _ = tx.send(run_index(&stage, &config, &input, &graph));
+        run_index(&stage, &config, &input, &graph)
     });
-    let report = rx
-        .recv_timeout(std::time::Duration::from_secs(600))
-        .expect("indexing finishes");
     let edges = report.related_edges.expect("RELATED computed");
     let units = report.embeddings.0;
     assert!(units >= 2 * n, "{units} embedded units");
