@@ -329,7 +329,7 @@ fn pathological(scale: f64, config: &Config) -> Result<()> {
         no_progress: true,
         ..crate::PipelineArgs::default()
     };
-    let (index, related, settings) = args.apply(config);
+    let settings = args.apply(config);
     let stage = ledger_pipeline::Stage::new(settings)?;
     let dir = tempfile::tempdir()?;
     let time = |case: Pathological, n: usize| -> Result<(usize, f64)> {
@@ -343,8 +343,6 @@ fn pathological(scale: f64, config: &Config) -> Result<()> {
             paths: &[input],
             out: &out,
             parts: &parts,
-            index: &index,
-            related: &related,
             command: "ledger bench pathological",
         };
         let started = Instant::now();

@@ -156,6 +156,52 @@ fn run_mode(queue: &str, corpus: &Path, graph: &Path, workers: usize) -> Result<
     watch(main, pool)
 }
 
+/// The table with its heading.
+fn heading(table: &str) -> String {
+    format!(
+        "`ledger bench scale` (this build, the configuration in effect); each mode on a fresh graph, then rerun unchanged, then rerun with one document changed\n\n{table}"
+    )
+}
+
+/// Writes `OUT/scale.md` and the two plots of what was measured so far.
+fn write_report(
+    out: &Path,
+    table: &str,
+    time_lines: &[(String, Vec<(f64, f64)>)],
+    rss_lines: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    std::fs::write(out.join("scale.md"), heading(table))?;
+    let range = |lines: &[(String, Vec<(f64, f64)>)]| {
+        let max = lines
+            .iter()
+            .flat_map(|l| l.1.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        0.0..max * 1.1 + 1e-9
+    };
+    let (lo, hi) = time_lines
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.0))
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), s| {
+            (lo.min(s), hi.max(s))
+        });
+    let x = ("corpus MB", lo * 0.8..hi * 1.25);
+    ledger_eval::run::plot_lines(
+        &out.join("scale-seconds.svg"),
+        "ledger index: wall time against corpus size",
+        x.clone(),
+        ("seconds", range(time_lines)),
+        time_lines,
+    )?;
+    ledger_eval::run::plot_lines(
+        &out.join("scale-rss.svg"),
+        "ledger index: peak RSS against corpus size",
+        x,
+        ("peak RSS (MB)", range(rss_lines)),
+        rss_lines,
+    )?;
+    Ok(())
+}
+
 /// `ledger bench scale`.
 pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) -> Result<()> {
     std::fs::create_dir_all(out)?;
@@ -202,38 +248,11 @@ pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) ->
             ));
             time_lines[k].1.push((size, cold.seconds));
             rss_lines[k].1.push((size, mib(&cold)));
+            // After every row, so that a long run stopped midway keeps what it measured.
+            write_report(&out, &table, &time_lines, &rss_lines)?;
         }
     }
-    let report = format!(
-        "`ledger bench scale` (this build, the configuration in effect); each mode on a fresh graph, then rerun unchanged, then rerun with one document changed\n\n{table}"
-    );
-    print!("{report}");
-    std::fs::write(out.join("scale.md"), &report)?;
-    let range = |lines: &[(String, Vec<(f64, f64)>)]| {
-        let max = lines
-            .iter()
-            .flat_map(|l| l.1.iter().map(|p| p.1))
-            .fold(0.0, f64::max);
-        0.0..max * 1.1 + 1e-9
-    };
-    let (lo, hi) = sizes.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &s| {
-        (lo.min(s), hi.max(s))
-    });
-    let x = ("corpus MB", lo * 0.8..hi * 1.25);
-    ledger_eval::run::plot_lines(
-        &out.join("scale-seconds.svg"),
-        "ledger index: wall time against corpus size",
-        x.clone(),
-        ("seconds", range(&time_lines)),
-        &time_lines,
-    )?;
-    ledger_eval::run::plot_lines(
-        &out.join("scale-rss.svg"),
-        "ledger index: peak RSS against corpus size",
-        x,
-        ("peak RSS (MB)", range(&rss_lines)),
-        &rss_lines,
-    )?;
+    print!("{}", heading(&table));
     if workers.iter().any(|&n| n > 0) {
         crate::bench::delete_queue(&queue)?;
     }

@@ -82,11 +82,9 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
         no_progress: true,
         ..PipelineArgs::default()
     };
-    let (index, related, settings) = pipeline_args.apply(config);
+    let settings = pipeline_args.apply(config);
     let stage = Stage::new(settings)?;
     let pipeline = Pipeline {
-        index: &index,
-        related: &related,
         stage: &stage,
         retrieve: &config.retrieve,
         store: &config.store,

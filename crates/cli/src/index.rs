@@ -24,19 +24,16 @@ pub fn index(
     estimate: bool,
     config: &Config,
 ) -> Result<ExitCode> {
-    let (c, r, settings) = args.apply(config);
-    let stage = Stage::new(settings)?;
+    let stage = Stage::new(args.apply(config))?;
     let parts = config.store.parts(out)?;
     let command = command_line();
     let job = IndexJob {
         paths,
         out,
         parts: &parts,
-        index: &c,
-        related: &r,
         command: &command,
     };
-    let bar = Bar::new(c.progress);
+    let bar = Bar::new(stage.settings().index.progress);
     if estimate {
         print!("{}", ledger_pipeline::index::estimate(&job, &stage, &bar)?);
     } else {
@@ -77,16 +74,14 @@ pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
         max_attempts,
         pipeline,
     } = args;
-    let (index, related, settings) = pipeline.apply(config);
-    let bar = Bar::new(index.progress);
+    let settings = pipeline.apply(config);
+    let bar = Bar::new(settings.index.progress);
     let options = CoordinatorOptions {
         amqp: amqp.unwrap_or(config.queue.amqp.clone()),
         jobs: config.queue.jobs.clone(),
         parts: (!config.store.parts.is_empty()).then(|| config.store.parts.clone()),
         out,
         paths,
-        index,
-        related,
         settings,
         max_attempts: max_attempts.unwrap_or(config.queue.max_attempts),
         consumer_timeout: Duration::from_secs(config.queue.consumer_timeout_secs),

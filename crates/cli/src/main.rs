@@ -16,7 +16,7 @@ mod query;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use ledger_parse::regions::RegionKind;
-use ledger_pipeline::config::{Config, IndexConfig, RelatedConfig};
+use ledger_pipeline::config::Config;
 use ledger_pipeline::{EmbedderKind, JudgeKind, RelatedScope, Settings, SqlFormat, SummarizerKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -317,8 +317,9 @@ struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    /// The configuration with these flags applied: parsing, RELATED and document-stage settings.
-    fn apply(self, config: &Config) -> (IndexConfig, RelatedConfig, Settings) {
+    /// The configuration with these flags applied: the document stage's settings (parsing,
+    /// judging, embeddings, RELATED).
+    fn apply(self, config: &Config) -> Settings {
         let mut r = config.related.clone();
         r.enabled &= !self.no_related;
         r.theta = self.theta.unwrap_or(r.theta);
@@ -337,14 +338,13 @@ impl PipelineArgs {
         d.enabled &= !self.no_depends;
         d.judge = self.judge.unwrap_or(d.judge);
         d.window = self.window.unwrap_or(d.window);
-        let settings = Settings {
-            index: c.clone(),
+        Settings {
+            index: c,
             depends: d,
-            embed_enabled: r.enabled,
+            related: r,
             embed: e,
             llm: config.llm.clone(),
-        };
-        (c, r, settings)
+        }
     }
 }
 

@@ -307,8 +307,6 @@ impl Indexed {
             paths: &paths,
             out: graph_dir,
             parts: &parts,
-            index: pipeline.index,
-            related: pipeline.related,
             command: "ledger eval",
         };
         let report = ledger_pipeline::index::index(&job, pipeline.stage, &ledger_pipeline::Quiet)?;

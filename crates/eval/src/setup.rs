@@ -1,15 +1,11 @@
 //! What the harness runs the ordinary pipeline with.
 
 use ledger_pipeline::Stage;
-use ledger_pipeline::config::{Config, IndexConfig, RelatedConfig, RetrieveConfig, StoreConfig};
+use ledger_pipeline::config::{Config, RetrieveConfig, StoreConfig};
 
 /// The pipeline as configured: what the harness indexes, retrieves and edits with.
 pub struct Pipeline<'a> {
-    /// Parsing settings.
-    pub index: &'a IndexConfig,
-    /// RELATED settings.
-    pub related: &'a RelatedConfig,
-    /// The document stage.
+    /// The document stage (its settings: parsing, judging, embeddings, RELATED).
     pub stage: &'a Stage,
     /// Retrieval settings (weights, depth).
     pub retrieve: &'a RetrieveConfig,

@@ -19,6 +19,8 @@ const BATCH: usize = 8;
 
 /// What the corpus stage is given besides the job.
 pub struct CorpusInput<'a> {
+    /// RELATED settings (the document stage's: [`crate::Settings::related`]).
+    pub related: &'a RelatedConfig,
     /// Document id → the key of its part, for every document of the corpus.
     pub keys: &'a BTreeMap<String, String>,
     /// The embedding model, its dimension and the summarizer, when embeddings are on.
@@ -41,21 +43,30 @@ pub struct CorpusOutput {
     pub embeddings: usize,
 }
 
-/// Calls `f` on the part of every key, in document-id order; parts are read [`BATCH`] at a time,
-/// in parallel.
-fn each_part(
-    parts: &PartStore,
+/// Calls `f` on what `read` reads of every key, in document-id order; [`BATCH`] keys are read at
+/// a time, in parallel.
+fn each<T: Send>(
     keys: &BTreeMap<String, String>,
-    mut f: impl FnMut(Part) -> Result<()>,
+    read: impl Fn(&str) -> Result<T> + Sync,
+    mut f: impl FnMut(T) -> Result<()>,
 ) -> Result<()> {
     let keys: Vec<&String> = keys.values().collect();
     for batch in keys.chunks(BATCH) {
-        let read: Vec<Result<Part>> = batch.par_iter().map(|k| Part::read(parts, k)).collect();
-        for part in read {
-            f(part?)?;
+        let read: Vec<Result<T>> = batch.par_iter().map(|k| read(k)).collect();
+        for item in read {
+            f(item?)?;
         }
     }
     Ok(())
+}
+
+/// Calls `f` on the part of every key, in document-id order ([`each`]).
+fn each_part(
+    parts: &PartStore,
+    keys: &BTreeMap<String, String>,
+    f: impl FnMut(Part) -> Result<()>,
+) -> Result<()> {
+    each(keys, |k| Part::read(parts, k), f)
 }
 
 /// A part's semantic layer under the run's model names (what RELATED edges carry as evidence).
@@ -84,10 +95,11 @@ fn skeleton(mut doc: Document) -> Document {
 /// every document's units and vectors (without text or summaries), searched together.
 fn related_across(
     job: &IndexJob,
-    keys: &BTreeMap<String, String>,
+    input: &CorpusInput,
     names: &(String, usize, String),
     index: &ledger_parse::CorpusIndex,
 ) -> Result<BTreeMap<String, Vec<Edge>>> {
+    let keys = input.keys;
     let mut docs = Vec::with_capacity(keys.len());
     let mut vectors = Semantic::default();
     each_part(job.parts, keys, |part| {
@@ -104,13 +116,14 @@ fn related_across(
     })?;
     let vectors = named(vectors, names);
     let mut by_source: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
-    for e in crate::semantic::related(&docs, &vectors, job.related)? {
+    for e in crate::semantic::related(&docs, &vectors, input.related)? {
         by_source.entry(e.src_doc.clone()).or_default().push(e);
     }
     Ok(by_source)
 }
 
-/// The corpus stage: references across documents resolved, RELATED edges found, every table
+/// The corpus stage: references across documents resolved, RELATED edges across documents found
+/// (corpus scope; in document scope they come with the parts), every table
 /// written one document at a time ([`GraphWriter`]), the version committed with its `runs` row
 /// (`usage`: what this run sent to chat endpoints; `start`: when it began), and the parts no
 /// longer needed pruned.
@@ -122,17 +135,21 @@ pub fn write(
     start: Instant,
 ) -> Result<CorpusOutput> {
     let corpus_start = Instant::now();
-    let related: &RelatedConfig = job.related;
+    let related = input.related;
     let names = input.names.filter(|_| related.enabled);
     // First pass: what references across documents need.
     let mut index = ledger_parse::CorpusIndex::default();
-    each_part(job.parts, input.keys, |part| {
-        index.add(&part.doc);
-        Ok(())
-    })?;
+    each(
+        input.keys,
+        |k| Part::read_document(job.parts, k),
+        |doc| {
+            index.add(&doc);
+            Ok(())
+        },
+    )?;
     let mut across = match names {
         Some(names) if related.scope == RelatedScope::Corpus => {
-            related_across(job, input.keys, names, &index)?
+            related_across(job, input, names, &index)?
         }
         _ => BTreeMap::new(),
     };
@@ -156,17 +173,12 @@ pub fn write(
             }
         }
         index.resolve(&mut part.doc);
+        // In document scope the document stage found them; they are in the part.
         let edges = match names {
             Some(_) if related.scope == RelatedScope::Corpus => {
                 across.remove(&part.doc.id).unwrap_or_default()
             }
-            Some(names) => {
-                let semantic = named(std::mem::take(&mut part.semantic), names);
-                let edges =
-                    crate::semantic::related(std::slice::from_ref(&part.doc), &semantic, related)?;
-                part.semantic = semantic;
-                edges
-            }
+            Some(_) => std::mem::take(&mut part.semantic.related),
             None => Vec::new(),
         };
         related_edges += edges.len();
@@ -216,10 +228,14 @@ pub fn write(
 /// them resolved), all in memory: for callers that want them whole (the evaluation, tests).
 pub fn read_documents(parts: &PartStore, keys: &BTreeMap<String, String>) -> Result<Vec<Document>> {
     let mut docs = Vec::with_capacity(keys.len());
-    each_part(parts, keys, |part| {
-        docs.push(part.doc);
-        Ok(())
-    })?;
+    each(
+        keys,
+        |k| Part::read_document(parts, k),
+        |doc| {
+            docs.push(doc);
+            Ok(())
+        },
+    )?;
     ledger_parse::resolve_corpus(&mut docs);
     Ok(docs)
 }

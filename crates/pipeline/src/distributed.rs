@@ -2,7 +2,6 @@
 //! same document stage as `ledger index` ([`crate::index::process_document`]); the coordinator
 //! runs the same corpus stage and commit.
 
-use crate::config::{IndexConfig, RelatedConfig};
 use crate::corpus::CorpusInput;
 use crate::index::{CommitReport, IndexJob, Previous, corpus_key, discover_inputs, thread_pool};
 use crate::stage::{Part, Settings, Stage, part_key};
@@ -260,10 +259,6 @@ pub struct CoordinatorOptions {
     pub parts: Option<String>,
     /// Inputs.
     pub paths: Vec<PathBuf>,
-    /// Parsing settings.
-    pub index: IndexConfig,
-    /// RELATED settings.
-    pub related: RelatedConfig,
     /// The document stage's settings, sent with every job.
     pub settings: Settings,
     /// Attempts per job before the dead-letter queue.
@@ -353,7 +348,7 @@ pub fn coordinator(
     let events = format!("ledger.events.{run}");
     // Each document's part key: from its record when its inputs are unchanged, else from a parse
     // (without token counts, which the key does not depend on; the workers parse it again).
-    let pool = thread_pool(options.index.jobs)?;
+    let pool = thread_pool(options.settings.index.jobs)?;
     progress.start("scanning", sources.len() as u64);
     let scanned: Vec<(String, bool)> = pool.install(|| {
         sources
@@ -406,13 +401,12 @@ pub fn coordinator(
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
     keys.retain(|doc, _| !dead.contains(doc.as_str()));
     let names = stage.semantic_names();
-    let key = corpus_key(&keys, &options.related, names.as_ref(), &diagnostics);
+    let related = &options.settings.related;
+    let key = corpus_key(&keys, related, names.as_ref(), &diagnostics);
     let job = IndexJob {
         paths: &paths,
         out: &out,
         parts: &parts,
-        index: &options.index,
-        related: &options.related,
         command: &options.command,
     };
     report.commit = Some(
@@ -420,6 +414,7 @@ pub fn coordinator(
             CommitReport::unchanged(&out, version)
         } else {
             let input = CorpusInput {
+                related,
                 keys: &keys,
                 names: names.as_ref(),
                 diagnostics: &diagnostics,

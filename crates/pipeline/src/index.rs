@@ -298,10 +298,6 @@ pub struct IndexJob<'a> {
     pub out: &'a Path,
     /// Where document parts are kept.
     pub parts: &'a ledger_store::PartStore,
-    /// Parsing settings.
-    pub index: &'a IndexConfig,
-    /// RELATED settings.
-    pub related: &'a RelatedConfig,
     /// The command line recorded in the `runs` table.
     pub command: &'a str,
 }
@@ -342,7 +338,7 @@ impl fmt::Display for CommitReport {
         if self.written {
             writeln!(
                 f,
-                "graph: {} (version {}), corpus stage (references across documents, RELATED, tables) in {:.2} s",
+                "graph: {} (version {}), corpus stage (references across documents, tables) in {:.2} s",
                 self.current.display(),
                 self.version,
                 self.write_seconds
@@ -456,7 +452,7 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     let start = Instant::now();
     let (sources, diagnostics) = discover_inputs(job.paths)?;
     let previous = Previous::of(job.out);
-    let pool = thread_pool(job.index.jobs)?;
+    let pool = thread_pool(stage.settings().index.jobs)?;
     progress.start("documents", sources.len() as u64);
     // Each document parsed, judged, embedded and written as a part on its thread; only what
     // `Staged::outcome` keeps of it stays in memory.
@@ -498,7 +494,8 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     let stage_seconds = start.elapsed().as_secs_f64();
     let corpus_start = Instant::now();
     let names = stage.semantic_names();
-    let key = corpus_key(&keys, job.related, names.as_ref(), &diagnostics);
+    let related = &stage.settings().related;
+    let key = corpus_key(&keys, related, names.as_ref(), &diagnostics);
     let (commit, related_edges, embeddings) = if let Some(commit) = previous
         .current_if(all_reused, &key)
         .map(|version| CommitReport::unchanged(job.out, version))
@@ -510,6 +507,7 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
             .map(|c| c.usage().snapshot())
             .unwrap_or_default();
         let input = crate::corpus::CorpusInput {
+            related,
             keys: &keys,
             names: names.as_ref(),
             diagnostics: &diagnostics,
@@ -517,8 +515,8 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
             reused: &reused,
         };
         let out = crate::corpus::write(job, &input, usage, started_at, start)?;
-        let related = (job.related.enabled && names.is_some()).then_some(out.related_edges);
-        (out.commit, related, out.embeddings)
+        let edges = (related.enabled && names.is_some()).then_some(out.related_edges);
+        (out.commit, edges, out.embeddings)
     };
     let corpus_seconds = corpus_start.elapsed().as_secs_f64();
     let settings = stage.settings();
@@ -532,7 +530,7 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
         judge: stage
             .judge()
             .map(|j| (j.name().to_string(), settings.depends.window)),
-        related: settings.embed_enabled.then(|| job.related.clone()),
+        related: settings.related.enabled.then(|| settings.related.clone()),
         related_edges,
         embeddings: (embeddings, model, summarizer),
         stage_seconds,
@@ -578,7 +576,7 @@ impl fmt::Display for EstimateReport {
 /// `ledger index --estimate`: what the DEPENDS judge would send, given the parts the graph
 /// already holds; nothing is sent or written.
 pub fn estimate(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<EstimateReport> {
-    let corpus = load_inputs(job.paths, job.index, progress)?;
+    let corpus = load_inputs(job.paths, &stage.settings().index, progress)?;
     let summary = CorpusSummary::of(&corpus);
     let graph = job.out.to_path_buf();
     let Some(judge) = stage.judge() else {

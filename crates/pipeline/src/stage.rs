@@ -2,16 +2,20 @@
 //! one (`ledger worker`, `ledger coordinator`): one code path.
 //!
 //! - **Document stage** ([`Stage::process`]): parse one document, judge its DEPENDS edges, write
-//!   its summaries and embeddings; the result is a *part*, stored under a key that fixes its
-//!   content ([`part_key`]: document id, content hash, pipeline fingerprint).
+//!   its summaries and embeddings, find its RELATED edges (document scope); the result is a
+//!   *part*, stored under a key that fixes its content ([`part_key`]: document id, content hash,
+//!   pipeline fingerprint).
 //! - **Corpus stage** ([`crate::corpus::write`]): the parts of every document, cross-document
-//!   references resolved, RELATED edges found, the graph written one document at a time and
-//!   committed. [`assemble`] is the same in memory, for what does not write a graph.
+//!   references resolved, RELATED edges across documents found (corpus scope), the graph written
+//!   one document at a time and committed. [`assemble`] is the same in memory, for what does not
+//!   write a graph.
 //!
 //! A part whose key already exists is reused as it is (an unchanged document costs nothing); a
 //! changed document's previous part is its cache (LLM judgments, summaries, vectors).
 
-use crate::config::{DependsConfig, EmbedConfig, IndexConfig, JudgeKind, LlmConfig, RelatedConfig};
+use crate::config::{
+    DependsConfig, EmbedConfig, IndexConfig, JudgeKind, LlmConfig, RelatedConfig, RelatedScope,
+};
 use crate::semantic::{Models, Stats};
 use crate::{Error, Result};
 use ledger_core::{Document, JudgmentOutcome, Semantic};
@@ -21,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the per-document pipeline; part of every part key, so that a change in what the
 /// stage computes invalidates old parts.
-pub const PIPELINE_VERSION: u32 = 1;
+pub const PIPELINE_VERSION: u32 = 2;
 
 /// The settings that decide what the document stage computes. A coordinator sends them with
 /// every job, so that all workers compute the same thing (secrets stay in the workers'
@@ -32,12 +36,20 @@ pub struct Settings {
     pub index: IndexConfig,
     /// DEPENDS judging.
     pub depends: DependsConfig,
-    /// Whether summaries and embeddings are computed (RELATED needs them).
-    pub embed_enabled: bool,
+    /// RELATED edges: summaries and embeddings are computed when they are enabled, and in
+    /// document scope each document's edges are found here, with its part.
+    pub related: RelatedConfig,
     /// Summaries and embeddings.
     pub embed: EmbedConfig,
     /// The chat endpoint.
     pub llm: LlmConfig,
+}
+
+impl Settings {
+    /// The RELATED settings when the document stage finds the edges (enabled, document scope).
+    pub fn document_related(&self) -> Option<&RelatedConfig> {
+        Some(&self.related).filter(|r| r.enabled && r.scope == RelatedScope::Document)
+    }
 }
 
 /// A part: one document after the document stage, with its embeddings.
@@ -45,7 +57,8 @@ pub struct Settings {
 pub struct Part {
     /// The document, with its judgments and DEPENDS edges.
     pub doc: Document,
-    /// Its summaries and vectors (no RELATED edges: those are a corpus matter).
+    /// Its summaries and vectors, and in document scope its RELATED edges (across documents they
+    /// are a corpus matter).
     pub semantic: Semantic,
 }
 
@@ -82,6 +95,13 @@ impl Part {
             format!("reading part {key} from {}", store.url())
         }))?;
         Ok(Part { doc, semantic })
+    }
+
+    /// Reads the document of part `key` from `store`, without its embeddings.
+    pub fn read_document(store: &PartStore, key: &str) -> Result<Document> {
+        store.read_document(key).map_err(crate::store(|| {
+            format!("reading part {key} from {}", store.url())
+        }))
     }
 
     /// Writes it durably as part `key` to `store`.
@@ -170,7 +190,7 @@ impl Stage {
         } else {
             None
         };
-        let models = if settings.embed_enabled {
+        let models = if settings.related.enabled {
             Some(crate::semantic::models(&settings.embed, chat.as_ref())?)
         } else {
             None
@@ -188,6 +208,7 @@ impl Stage {
             "window": settings.depends.window,
             "summarizer": models.as_ref().map(|m| m.summarizer.name().to_string()),
             "embedder": models.as_ref().map(|m| (m.embedder.model().to_string(), m.embedder.dim())),
+            "related": settings.document_related().map(|r| (r.theta, r.k)),
         });
         let fingerprint = ledger_core::content_hash(resolved.to_string().as_bytes());
         Ok(Stage {
@@ -205,7 +226,8 @@ impl Stage {
         &self.settings
     }
 
-    /// Hash of what decides a part's content (pipeline version, judge, models, window, tokens).
+    /// Hash of what decides a part's content (pipeline version, judge, models, window, tokens,
+    /// and RELATED's θ and k in document scope).
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
@@ -246,7 +268,8 @@ impl Stage {
     }
 
     /// The document stage: DEPENDS judgments, summaries and embeddings of `doc`, reusing what
-    /// `previous` (an earlier part of the same document) already holds.
+    /// `previous` (an earlier part of the same document) already holds, and its RELATED edges in
+    /// document scope.
     pub fn process(&self, doc: Document, previous: Option<&Part>) -> Result<(Part, DocReport)> {
         let _span = tracing::info_span!("document", doc_id = %doc.id).entered();
         let mut docs = vec![doc];
@@ -263,7 +286,7 @@ impl Stage {
                 &cache,
             );
         }
-        let semantic = match &self.models {
+        let mut semantic = match &self.models {
             Some(models) => {
                 let (semantic, stats) =
                     crate::semantic::embed(&docs, models, previous.map(|p| &p.semantic))?;
@@ -272,6 +295,9 @@ impl Stage {
             }
             None => Semantic::default(),
         };
+        if let Some(related) = self.settings.document_related() {
+            semantic.related = crate::semantic::related(&docs, &semantic, related)?;
+        }
         let doc = docs
             .pop()
             .ok_or_else(|| Error::Invalid("the stage lost its document".into()))?;
@@ -286,8 +312,8 @@ pub fn part_key(doc_id: &str, content_hash: &str, fingerprint: &str) -> String {
 }
 
 /// The corpus stage in memory, for what does not write a graph (the evaluation's edited
-/// document): documents sorted by id, references across documents resolved, embeddings gathered,
-/// RELATED edges found (when `related` is enabled). `ledger index` and the coordinator stream
+/// document): documents sorted by id, references across documents resolved, embeddings and the
+/// parts' RELATED edges gathered (or, in corpus scope, found). `ledger index` and the coordinator stream
 /// instead ([`crate::corpus::write`]).
 pub fn assemble(
     parts: Vec<Part>,
@@ -303,10 +329,11 @@ pub fn assemble(
     let mut docs = Vec::with_capacity(parts.len());
     for p in parts {
         semantic.embeddings.extend(p.semantic.embeddings);
+        semantic.related.extend(p.semantic.related);
         docs.push(p.doc);
     }
     ledger_parse::resolve_corpus(&mut docs);
-    if related.enabled && !semantic.model.is_empty() {
+    if related.enabled && related.scope == RelatedScope::Corpus && !semantic.model.is_empty() {
         semantic.related = crate::semantic::related(&docs, &semantic, related)?;
     }
     Ok((docs, semantic))

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 /// Version of the messages below; a worker rejects jobs of another version to the dead-letter
 /// queue rather than guessing.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The default durable queue of document jobs (`queue.jobs`; deployments sharing a broker pick
 /// their own).

@@ -1,7 +1,7 @@
 //! Parts: what the per-document stage produced for one document, one Parquet file each, named by
 //! a key that fixes its content (document id, content hash, pipeline settings). The rows are the
 //! document's `embeddings` table; the document itself (units, mentions, diagnostics, judgments,
-//! DEPENDS edges) is JSON in the file's footer metadata.
+//! DEPENDS edges) and its RELATED edges (document scope) are JSON in the file's footer metadata.
 //!
 //! Parts live in a [`PartStore`]: the graph's `parts/` folder by default, or any folder or
 //! S3-compatible bucket given by URL, so that workers on several machines write to one place. A
@@ -18,7 +18,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
+use parquet::file::metadata::{KeyValue, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,7 @@ const DOCUMENT: &str = "ledger.document";
 const MODEL: &str = "ledger.model";
 const SUMMARIZER: &str = "ledger.summarizer";
 const DIM: &str = "ledger.dim";
+const RELATED: &str = "ledger.related";
 
 /// Where parts are kept.
 #[derive(Debug, Clone)]
@@ -178,7 +179,31 @@ impl PartStore {
 
     /// Reads part `key` back: the document and its embeddings.
     pub fn read(&self, key: &str) -> Result<(Document, Semantic)> {
-        let (bytes, name) = match self {
+        let (bytes, name) = self.bytes(key)?;
+        decode(bytes, &name)
+    }
+
+    /// Reads the document of part `key` only, from the file's footer (its embeddings are not
+    /// decoded; of a local part, only the footer is read).
+    pub fn read_document(&self, key: &str) -> Result<Document> {
+        let (metadata, name) = match self {
+            PartStore::Local(dir) => {
+                let path = dir.join(format!("{key}.parquet"));
+                let file = std::fs::File::open(&path).map_err(io_err(&path))?;
+                (ParquetMetaDataReader::new().parse_and_finish(&file)?, path)
+            }
+            PartStore::Object { .. } => {
+                let (bytes, name) = self.bytes(key)?;
+                (ParquetMetaDataReader::new().parse_and_finish(&bytes)?, name)
+            }
+        };
+        let meta = metadata.file_metadata().key_value_metadata();
+        Ok(serde_json::from_str(value(meta, DOCUMENT, &name)?)?)
+    }
+
+    /// The bytes of part `key`, with its name for messages.
+    fn bytes(&self, key: &str) -> Result<(Bytes, PathBuf)> {
+        Ok(match self {
             PartStore::Local(dir) => {
                 let path = dir.join(format!("{key}.parquet"));
                 (
@@ -197,8 +222,7 @@ impl PartStore {
                 .map_err(|e| object_error(url, e))?;
                 (bytes, PathBuf::from(format!("{url}/{key}.parquet")))
             }
-        };
-        decode(bytes, &name)
+        })
     }
 
     /// Removes the parts whose keys are not in `keep`, and temporary files of crashed writers
@@ -234,6 +258,7 @@ fn encode(doc: &Document, semantic: &Semantic) -> Result<Vec<u8>> {
         KeyValue::new(MODEL.into(), semantic.model.clone()),
         KeyValue::new(SUMMARIZER.into(), semantic.summarizer.clone()),
         KeyValue::new(DIM.into(), semantic.dim.to_string()),
+        KeyValue::new(RELATED.into(), serde_json::to_string(&semantic.related)?),
     ];
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
@@ -247,29 +272,29 @@ fn encode(doc: &Document, semantic: &Semantic) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The value of footer metadata `key`; `name` is for messages.
+fn value<'a>(meta: Option<&'a Vec<KeyValue>>, key: &str, name: &Path) -> Result<&'a str> {
+    meta.into_iter()
+        .flatten()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_deref())
+        .ok_or_else(|| StoreError::NotAGraph {
+            path: name.to_path_buf(),
+            message: format!("part has no `{key}` metadata"),
+        })
+}
+
 /// A part from its Parquet bytes; `name` is for messages.
 fn decode(bytes: Bytes, name: &Path) -> Result<(Document, Semantic)> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
-    let meta = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .cloned()
-        .unwrap_or_default();
-    let get = |k: &str| {
-        meta.iter()
-            .find(|kv| kv.key == k)
-            .and_then(|kv| kv.value.clone())
-            .ok_or_else(|| StoreError::NotAGraph {
-                path: name.to_path_buf(),
-                message: format!("part has no `{k}` metadata"),
-            })
-    };
-    let doc: Document = serde_json::from_str(&get(DOCUMENT)?)?;
+    let metadata = builder.metadata().clone();
+    let meta = metadata.file_metadata().key_value_metadata();
+    let doc: Document = serde_json::from_str(value(meta, DOCUMENT, name)?)?;
     let mut semantic = embeddings_from(builder.build()?)?;
-    semantic.model = get(MODEL)?;
-    semantic.summarizer = get(SUMMARIZER)?;
-    semantic.dim = get(DIM)?.parse().unwrap_or(semantic.dim);
+    semantic.model = value(meta, MODEL, name)?.to_string();
+    semantic.summarizer = value(meta, SUMMARIZER, name)?.to_string();
+    semantic.dim = value(meta, DIM, name)?.parse().unwrap_or(semantic.dim);
+    semantic.related = serde_json::from_str(value(meta, RELATED, name)?)?;
     Ok((doc, semantic))
 }
 

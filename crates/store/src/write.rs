@@ -434,22 +434,34 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Res
     Ok(arrow::compute::concat_batches(&RUNS, &batches)?)
 }
 
-/// Rows handed to a table's Parquet writer at a time. A multiple of the writer's 1,024-value mini
-/// batches, and large enough that a table of up to this many rows is written in one call, the
-/// same bytes as when all rows were in memory (a table written in several calls has the same
-/// rows, but its pages may break at other places). Memory: one chunk per table.
+/// Pending rows go to a table's Parquet writer when they reach this many or [`CHUNK_BYTES`], in
+/// whole 1,024-row mini batches (the rest waits), so that pages break where they would if every
+/// row came in one call: a table that fits in one row group and whose rows weigh less than
+/// [`CHUNK_BYTES`] per 1,024 is the same bytes as when all rows were in memory.
 const CHUNK: usize = 64 * 1024;
 
-/// Rows per row group: bounds what a table's writer holds before it flushes.
+/// Bytes of pending rows (in Arrow's memory) that send them to the writer before [`CHUNK`] rows.
+const CHUNK_BYTES: usize = 16 << 20;
+
+/// The writer's mini batch: what it checks page sizes after.
+const MINI_BATCH: usize = 1024;
+
+/// Rows per row group, at most.
 const ROW_GROUP: usize = 128 * 1024;
 
-/// One table of a version being written.
+/// Encoded bytes per row group, at most (the writer's estimate): what a table's writer holds
+/// before it flushes, whatever its rows weigh (a row of the `embeddings` table is 1.5 KB).
+const ROW_GROUP_BYTES: usize = 32 << 20;
+
+/// One table of a version being written. Memory: its pending rows (up to [`CHUNK_BYTES`] plus
+/// one document's) and its writer's open row group (up to [`ROW_GROUP_BYTES`]).
 struct TableWriter {
     path: PathBuf,
     schema: SchemaRef,
     writer: ArrowWriter<File>,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
+    pending_bytes: usize,
     rows: usize,
 }
 
@@ -459,7 +471,9 @@ impl TableWriter {
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
             .set_created_by(format!("ledger {}", env!("CARGO_PKG_VERSION")))
+            .set_write_batch_size(MINI_BATCH)
             .set_max_row_group_row_count(Some(ROW_GROUP))
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .build();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
         Ok(TableWriter {
@@ -468,22 +482,31 @@ impl TableWriter {
             writer,
             pending: Vec::new(),
             pending_rows: 0,
+            pending_bytes: 0,
             rows: 0,
         })
     }
 
-    /// Adds rows; whole chunks go to the file.
+    /// Adds rows; once enough are pending, their whole mini batches go to the file.
     fn push(&mut self, batch: RecordBatch) -> Result<()> {
         self.rows += batch.num_rows();
         self.pending_rows += batch.num_rows();
+        self.pending_bytes += batch.get_array_memory_size();
         self.pending.push(batch);
-        if self.pending_rows >= CHUNK {
+        if self.pending_rows >= CHUNK || self.pending_bytes >= CHUNK_BYTES {
             let all = arrow::compute::concat_batches(&self.schema, &self.pending)?;
-            let whole = all.num_rows() / CHUNK * CHUNK;
+            self.pending = Vec::new();
+            let n = all.num_rows();
+            // Whole mini batches; everything when fewer than one weighs this much.
+            let whole = match n / MINI_BATCH * MINI_BATCH {
+                0 => n,
+                whole => whole,
+            };
             self.writer.write(&all.slice(0, whole))?;
-            let rest = all.slice(whole, all.num_rows() - whole);
-            self.pending_rows = rest.num_rows();
-            self.pending = vec![rest];
+            // A slice shares its buffers: weigh the rest by its share of the rows.
+            self.pending_bytes = self.pending_bytes * (n - whole) / n.max(1);
+            self.pending_rows = n - whole;
+            self.pending = vec![all.slice(whole, n - whole)];
         }
         Ok(())
     }

@@ -480,8 +480,11 @@ fn index_case(
     let stage = pipeline.stage;
     let doc = stage.parse(source);
     let (part, _) = stage.process(doc, previous)?;
-    let (mut docs, semantic) =
-        ledger_pipeline::assemble(vec![part.clone()], pipeline.related, stage.semantic_names())?;
+    let (mut docs, semantic) = ledger_pipeline::assemble(
+        vec![part.clone()],
+        &stage.settings().related,
+        stage.semantic_names(),
+    )?;
     let doc = docs.pop().context("one document in, one out")?;
     let edges: Vec<ledger_core::Edge> = doc
         .parsed_edges()

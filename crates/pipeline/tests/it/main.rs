@@ -28,7 +28,7 @@ fn settings(config: &Config) -> Settings {
     let mut s = Settings {
         index: config.index.clone(),
         depends: config.depends.clone(),
-        embed_enabled: true,
+        related: config.related.clone(),
         embed: config.embed.clone(),
         llm: config.llm.clone(),
     };
@@ -45,8 +45,6 @@ fn run_index(stage: &Stage, config: &Config, input: &Path, graph: &Path) -> Inde
         paths: &paths,
         out: graph,
         parts: &parts,
-        index: &stage.settings().index,
-        related: &config.related,
         command: "test",
     };
     index(&job, stage, &Quiet).expect("index")
@@ -138,6 +136,31 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
 }
 
 /// The documents of an index run, read back from their parts.
+#[test]
+fn the_document_stage_finds_related_edges_in_document_scope_and_the_graph_takes_them_from_the_part()
+{
+    let config = Config::defaults();
+    let stage = Stage::new(settings(&config)).expect("stage");
+    let (dir, main) = copy_of_sample();
+    let graph = dir.path().join("graph");
+    let report = run_index(&stage, &config, &main, &graph);
+    let parts = config.store.parts(&graph).expect("part store");
+    let key = report.parts.values().next().expect("one part");
+    let part = ledger_pipeline::Part::read(&parts, key).expect("part");
+    let mut in_part = part.semantic.related.clone();
+    assert!(!in_part.is_empty(), "the sample has RELATED pairs");
+    let mut in_graph: Vec<ledger_core::Edge> = ledger_store::read_edges(&graph)
+        .expect("edges")
+        .into_iter()
+        .filter(|e| e.kind == ledger_core::EdgeKind::Related)
+        .collect();
+    let order = |e: &ledger_core::Edge| (e.src_unit.clone(), e.dst_unit.clone());
+    in_part.sort_by_key(order);
+    in_graph.sort_by_key(order);
+    assert_eq!(in_part, in_graph);
+    assert_eq!(report.related_edges, Some(in_graph.len()));
+}
+
 fn documents(config: &Config, graph: &Path, report: &IndexReport) -> Vec<ledger_core::Document> {
     let parts = config.store.parts(graph).expect("part store");
     ledger_pipeline::corpus::read_documents(&parts, &report.parts).expect("documents")
@@ -169,7 +192,7 @@ fn a_rerun_parses_only_documents_whose_inputs_changed() {
     let config = Config::defaults();
     let mut s = settings(&config);
     s.depends.enabled = false;
-    s.embed_enabled = false;
+    s.related.enabled = false;
     let stage = Stage::new(s).expect("stage");
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("corpus");
@@ -255,12 +278,40 @@ fn a_rerun_parses_only_documents_whose_inputs_changed() {
     assert_eq!((sixth.parsed, sixth.documents), (0, 2));
     assert!(sixth.commit.written, "a removed document changes the graph");
 
-    // Other corpus-stage settings: nothing parsed, but a new version written.
-    let mut other = config.clone();
+    // RELATED settings while RELATED is off: nothing parsed, but a new version written (the
+    // corpus key holds them).
+    let mut other = settings(&config);
+    other.depends.enabled = false;
+    other.related.enabled = false;
     other.related.theta = 0.9;
-    let seventh = run_index(&stage, &other, &corpus, &graph);
+    let seventh = run_index(&Stage::new(other).expect("stage"), &config, &corpus, &graph);
     assert_eq!(seventh.parsed, 0);
     assert!(seventh.commit.written);
+
+    // RELATED on, then another θ: in document scope the document stage finds RELATED edges, so
+    // every document goes through it again, with its previous part as cache.
+    let mut on = settings(&config);
+    on.depends.enabled = false;
+    let eighth = run_index(
+        &Stage::new(on.clone()).expect("stage"),
+        &config,
+        &corpus,
+        &graph,
+    );
+    assert_eq!(eighth.parsed, 2);
+    on.related.theta = 0.9;
+    let ninth = run_index(&Stage::new(on).expect("stage"), &config, &corpus, &graph);
+    assert_eq!(ninth.parsed, 2);
+    assert!(ninth.commit.written);
+    assert_eq!(ninth.stage.semantic.vectors_computed, 0);
+    assert!(ninth.related_edges <= eighth.related_edges);
+    let related = ledger_store::read_edges(&graph).expect("edges");
+    assert!(
+        related
+            .iter()
+            .filter(|e| e.kind == ledger_core::EdgeKind::Related)
+            .all(|e| e.score > 0.9)
+    );
 }
 
 #[test]

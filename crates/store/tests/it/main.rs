@@ -266,7 +266,16 @@ fn parts_round_trip_and_rewrites_are_idempotent() {
             summary_hash: "h".into(),
             vector: vec![0.5, -1.0, 2.0],
         }],
-        related: vec![],
+        // Its RELATED edges (document scope) travel with it.
+        related: vec![ledger_core::Edge {
+            src_doc: doc.id.clone(),
+            src_unit: doc.units[1].id.clone(),
+            dst_doc: doc.id.clone(),
+            dst_unit: doc.units[2].id.clone(),
+            kind: ledger_core::EdgeKind::Related,
+            score: 0.8125,
+            evidence: "m".into(),
+        }],
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let store = ledger_store::PartStore::of_graph(&dir.path().join("g"));
