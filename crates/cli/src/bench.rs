@@ -58,7 +58,7 @@ pub enum Which {
     },
 
     /// Corpora of growing size (copies of PATHS, each file marked with its copy number so no two
-    /// are byte-identical), each indexed embedded and with N workers on this machine: wall time,
+    /// are byte-identical), each indexed in every mode of --workers on this machine: wall time,
     /// MB/s, peak RSS (the largest process of the mode), then an unchanged rerun and a rerun after
     /// one document changed; a Markdown table and SVG plots of time and RSS against size in OUT.
     Scale {
@@ -71,8 +71,8 @@ pub enum Which {
         /// Corpus sizes in MB.
         #[arg(long, value_delimiter = ',', default_value = "100,300,1000")]
         sizes: Vec<f64>,
-        /// Worker counts of the distributed runs (0: none).
-        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        /// The modes to run: 0 is embedded, N is a coordinator with N workers.
+        #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
         workers: Vec<usize>,
     },
 
@@ -163,12 +163,19 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
         ("embedded (all cores)".to_string(), embedded),
         ("embedded (1 thread)".to_string(), embedded_1),
     ];
+    // Workers read the inputs and write parts under the run's folder, nothing else.
+    let mut roots: Vec<&str> = vec!["--root", dir.path().to_str().unwrap_or_default()];
+    for input in &inputs {
+        roots.extend(["--root", input.as_str()]);
+    }
     for &n in workers {
         let out = dir.path().join(format!("workers-{n}"));
         let coordinator = run("coordinator", &out, &[])?;
         let mut pool: Vec<Child> = (0..n)
             .map(|_| {
-                ledger(&queue, &["worker", "--exit-when-idle", "2"])?
+                let mut args = vec!["worker", "--exit-when-idle", "2"];
+                args.extend_from_slice(&roots);
+                ledger(&queue, &args)?
                     .stderr(Stdio::null())
                     .spawn()
                     .context("starting a worker")

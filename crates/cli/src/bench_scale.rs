@@ -147,7 +147,7 @@ fn run_mode(queue: &str, corpus: &Path, graph: &Path, workers: usize) -> Result<
     let pool: Vec<Child> = (0..workers)
         .map(|_| {
             // Workers wait for the coordinator's scan, however long; `watch` stops them.
-            ledger(queue, &["worker"])?
+            ledger(queue, &["worker", "--root", &c, "--root", &g])?
                 .stderr(Stdio::null())
                 .spawn()
                 .context("starting a worker")
@@ -207,9 +207,8 @@ pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) ->
     std::fs::create_dir_all(out)?;
     let out = std::fs::canonicalize(out)?;
     let queue = format!("ledger.bench.{}", std::process::id());
-    let modes: Vec<usize> = std::iter::once(0)
-        .chain(workers.iter().copied().filter(|&n| n > 0))
-        .collect();
+    let mut modes = workers.to_vec();
+    modes.dedup();
     let name = |n: usize| match n {
         0 => "embedded".to_string(),
         1 => "1 worker".to_string(),

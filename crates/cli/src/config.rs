@@ -70,6 +70,13 @@ fn apply_env(value: &mut toml::Table, get: impl Fn(&str) -> Option<String>) -> R
                     raw.parse()
                         .with_context(|| format!("{var}={raw}: expected a number"))?,
                 ),
+                toml::Value::Array(_) => toml::Value::Array(
+                    raw.split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(|s| toml::Value::String(s.to_string()))
+                        .collect(),
+                ),
                 _ => toml::Value::String(raw),
             };
         }

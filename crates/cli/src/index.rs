@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The command line, as recorded in the `runs` table.
+/// The command line, as recorded in the `runs` table: credentials in URLs removed.
 fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+    let line = std::env::args().collect::<Vec<_>>().join(" ");
+    ledger_core::redact_credentials(&line)
 }
 
 /// `ledger index PATH... --out GRAPH` (or `--estimate`).
@@ -115,16 +116,22 @@ async fn shutdown_signal() {
 /// `ledger worker`: runs document jobs until SIGTERM (or idle, with `--exit-when-idle`).
 pub fn worker(
     amqp: Option<String>,
+    roots: Vec<String>,
+    args: PipelineArgs,
     prefetch: Option<u16>,
     exit_when_idle: Option<u64>,
     config: &Config,
 ) -> Result<ExitCode> {
+    let mut all_roots = config.queue.worker_roots.clone();
+    all_roots.extend(roots);
     let options = WorkerOptions {
         amqp: amqp.unwrap_or(config.queue.amqp.clone()),
         jobs: config.queue.jobs.clone(),
         prefetch: prefetch.unwrap_or(config.queue.prefetch),
         exit_when_idle: exit_when_idle.map(Duration::from_secs),
         consumer_timeout: Duration::from_secs(config.queue.consumer_timeout_secs),
+        stage: std::sync::Arc::new(Stage::new(args.apply(config))?),
+        roots: all_roots,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

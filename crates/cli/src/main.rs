@@ -60,6 +60,15 @@ enum Command {
         /// Broker URL (default: `queue.amqp`).
         #[arg(long)]
         amqp: Option<String>,
+        /// A folder (or `s3://bucket/prefix`) jobs may read sources from and write parts to;
+        /// repeat for several (added to `queue.worker_roots`). Jobs naming anything else are
+        /// refused.
+        #[arg(long = "root", value_name = "DIR")]
+        roots: Vec<String>,
+        /// The document stage's settings: the same as the coordinator's, or its jobs are
+        /// refused (their fingerprint differs).
+        #[command(flatten)]
+        pipeline: PipelineArgs,
         /// Jobs the broker may hand this worker before it acks the first.
         #[arg(long)]
         prefetch: Option<u16>,
@@ -197,9 +206,13 @@ enum Command {
         #[arg(short, default_value_t = 10)]
         k: usize,
     },
-    /// Run SQL over a graph's tables (documents, units, edges, mentions, labels, diagnostics,
-    /// embeddings, judgments, runs)
-    /// and views (broken_references, ambiguous_references, unit_degrees, unit_counts).
+    /// Run one read-only SQL query over a graph's tables (documents, units, edges, mentions,
+    /// labels, diagnostics, embeddings, judgments, inputs, runs) and views (dependents,
+    /// broken_references, ambiguous_references, unit_degrees, unit_counts).
+    ///
+    /// Refused before anything runs: COPY ... TO, INSERT, UPDATE, DELETE (they write files),
+    /// CREATE [EXTERNAL] TABLE, CREATE VIEW, DROP (they define tables, possibly over other
+    /// files), and SET, BEGIN, PREPARE and other statements.
     Sql {
         /// The graph folder.
         #[arg(long)]
@@ -287,6 +300,10 @@ struct PipelineArgs {
     /// Do not show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Let documents read files outside the folder they were found in (`\input{/etc/passwd}`,
+    /// `../` links in SUMMARY.md, symlinks leaving it); refused by default, with a diagnostic.
+    #[arg(long)]
+    allow_outside_root: bool,
     /// Do not compute RELATED edges (summaries, embeddings).
     #[arg(long)]
     no_related: bool,
@@ -331,6 +348,7 @@ impl PipelineArgs {
         }
         c.count_tokens &= !self.no_tokens;
         c.progress &= !self.no_progress;
+        c.allow_outside_root |= self.allow_outside_root;
         let mut e = config.embed.clone();
         e.embedder = self.embedder.unwrap_or(e.embedder);
         e.summarizer = self.summarizer.unwrap_or(e.summarizer);
@@ -377,9 +395,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Coordinator(args) => index::coordinator(args, &config),
         Command::Worker {
             amqp,
+            roots,
+            pipeline,
             prefetch,
             exit_when_idle,
-        } => index::worker(amqp, prefetch, exit_when_idle, &config),
+        } => index::worker(amqp, roots, pipeline, prefetch, exit_when_idle, &config),
         Command::Verify {
             paths,
             fail_on_ambiguous,

@@ -813,9 +813,53 @@ pub fn slug(text: &str) -> String {
     out
 }
 
+/// `text` with the credentials of every URL in it removed (`amqp://user:secret@host/vhost` →
+/// `amqp://host/vhost`), for anything stored or printed: logs, the `runs` table, error messages.
+pub fn redact_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        // The authority ends at the path, query, fragment or whitespace; its userinfo at its last `@`.
+        let end = tail
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        out.push_str(
+            authority
+                .rfind('@')
+                .map_or(authority, |a| &authority[a + 1..]),
+        );
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_are_removed_from_every_url() {
+        assert_eq!(
+            redact_credentials("amqp://guest:secret@10.0.0.1:5672/%2f"),
+            "amqp://10.0.0.1:5672/%2f"
+        );
+        assert_eq!(
+            redact_credentials("amqp://127.0.0.1:5672"),
+            "amqp://127.0.0.1:5672"
+        );
+        assert_eq!(
+            redact_credentials(
+                "ledger worker --broker=amqp://u:p%40ss@h:5672 --llm-url https://k:v@api.example/v1?x=a@b"
+            ),
+            "ledger worker --broker=amqp://h:5672 --llm-url https://api.example/v1?x=a@b"
+        );
+        assert_eq!(redact_credentials("no url: a@b"), "no url: a@b");
+        assert_eq!(redact_credentials("x://@"), "x://");
+    }
 
     #[test]
     fn slug_folds_punctuation() {

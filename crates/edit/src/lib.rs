@@ -128,12 +128,30 @@ pub fn diff(path: &Path, old: &str, new: &str) -> String {
         .to_string()
 }
 
-/// One file of an undo record.
+/// One file of an undo record; `path` is relative to the edit root (the folder holding the
+/// undo records' folder).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Saved {
     path: PathBuf,
     old: String,
     new: String,
+}
+
+/// The edit root of the undo records under `undo_root`: the folder holding it, canonical.
+fn edit_root(undo_root: &Path) -> Result<PathBuf> {
+    let root = undo_root.parent().unwrap_or(Path::new("."));
+    let root = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
+    std::fs::canonicalize(root).map_err(io(root))
+}
+
+/// `path` resolved (symlinks followed), when it lies inside `root` (canonical).
+fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    let full = std::fs::canonicalize(root.join(path)).ok()?;
+    full.starts_with(root).then_some(full)
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -150,14 +168,31 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Writes `changes` (path → (old text, new text)) atomically, after checking that every file
-/// still holds its old text; saves the old texts in a new undo record under `undo_root` and
-/// returns the record's folder.
+/// still holds its old text and lies inside the edit root (the folder holding `undo_root`);
+/// saves the old texts in a new undo record under `undo_root` and returns the record's folder.
 pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -> Result<PathBuf> {
-    for (path, (old, _)) in changes {
+    let root = edit_root(undo_root)?;
+    let mut saved = Vec::with_capacity(changes.len());
+    for (path, (old, new)) in changes {
         let now = std::fs::read_to_string(path).map_err(io(path))?;
         if &now != old {
             return Err(EditError::Changed(path.clone()));
         }
+        let full = inside(&root, path).ok_or_else(|| {
+            EditError::Invalid(format!(
+                "{} lies outside the edit root {}; nothing written",
+                path.display(),
+                root.display()
+            ))
+        })?;
+        saved.push((
+            full.clone(),
+            Saved {
+                path: full.strip_prefix(&root).unwrap_or(&full).to_path_buf(),
+                old: old.clone(),
+                new: new.clone(),
+            },
+        ));
     }
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -165,15 +200,8 @@ pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -
         .unwrap_or(0);
     let record = undo_root.join(format!("{stamp}"));
     std::fs::create_dir_all(&record).map_err(io(&record))?;
-    let saved: Vec<Saved> = changes
-        .iter()
-        .map(|(path, (old, new))| Saved {
-            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()),
-            old: old.clone(),
-            new: new.clone(),
-        })
-        .collect();
-    let json = serde_json::to_vec(&saved).map_err(|e| EditError::Invalid(e.to_string()))?;
+    let records: Vec<&Saved> = saved.iter().map(|(_, s)| s).collect();
+    let json = serde_json::to_vec(&records).map_err(|e| EditError::Invalid(e.to_string()))?;
     write_synced(&record.join("record.json"), &json)?;
     sync_dir(&record)?;
     // Every new text aside, synced; then the renames.
@@ -182,10 +210,10 @@ pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -
         name.push(format!(".ledger-tmp-{}", std::process::id()));
         p.with_file_name(name)
     };
-    for s in &saved {
-        if let Err(e) = write_synced(&tmp(&s.path), s.new.as_bytes()) {
-            for s in &saved {
-                let _ = std::fs::remove_file(tmp(&s.path));
+    for (path, s) in &saved {
+        if let Err(e) = write_synced(&tmp(path), s.new.as_bytes()) {
+            for (path, _) in &saved {
+                let _ = std::fs::remove_file(tmp(path));
             }
             let _ = std::fs::remove_dir_all(&record);
             return Err(e);
@@ -196,15 +224,14 @@ pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -
         .ok()
         .and_then(|v| v.parse().ok())
         .map(std::time::Duration::from_millis);
-    for (k, s) in saved.iter().enumerate() {
+    for (k, (path, _)) in saved.iter().enumerate() {
         if k > 0
             && let Some(p) = pause
         {
             std::thread::sleep(p);
         }
-        let t = tmp(&s.path);
-        std::fs::rename(&t, &s.path).map_err(io(&s.path))?;
-        if let Some(dir) = s.path.parent() {
+        std::fs::rename(tmp(path), path).map_err(io(path))?;
+        if let Some(dir) = path.parent() {
             sync_dir(dir)?;
         }
     }
@@ -223,31 +250,44 @@ pub fn last_record(undo_root: &Path) -> Option<PathBuf> {
 }
 
 /// Restores the old texts of an undo record (each file atomically), then removes the record.
-/// Files that hold neither the old nor the new text are left alone and named in the error.
+/// Files that hold neither the old nor the new text are left alone and named in the error. A
+/// record naming a file that resolves outside the edit root (the folder holding the records'
+/// folder) is refused whole: records may come with a folder someone else prepared.
 pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
     let bytes = std::fs::read(record.join("record.json")).map_err(io(record))?;
-    let saved: Vec<Saved> = serde_json::from_slice(&bytes).map_err(|e| EditError::Record {
+    let refuse = |message: String| EditError::Record {
         path: record.to_path_buf(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let saved: Vec<Saved> = serde_json::from_slice(&bytes).map_err(|e| refuse(e.to_string()))?;
+    let root = edit_root(record.parent().unwrap_or(record))?;
+    let mut files = Vec::with_capacity(saved.len());
     for s in &saved {
-        let now = std::fs::read_to_string(&s.path).map_err(io(&s.path))?;
+        let path = inside(&root, &s.path).ok_or_else(|| {
+            refuse(format!(
+                "names {}, which is missing or outside the edit root {}; nothing restored",
+                s.path.display(),
+                root.display()
+            ))
+        })?;
+        let now = std::fs::read_to_string(&path).map_err(io(&path))?;
         if now != s.old && now != s.new {
-            return Err(EditError::Changed(s.path.clone()));
+            return Err(EditError::Changed(path));
         }
+        files.push(path);
     }
     let mut restored = Vec::new();
-    for s in &saved {
-        let mut name = s.path.file_name().unwrap_or_default().to_os_string();
+    for (s, path) in saved.iter().zip(&files) {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
         name.push(".ledger-undo-tmp");
-        let t = s.path.with_file_name(name);
+        let t = path.with_file_name(name);
         write_synced(&t, s.old.as_bytes())?;
-        std::fs::rename(&t, &s.path).map_err(io(&s.path))?;
-        restored.push(s.path.clone());
+        std::fs::rename(&t, path).map_err(io(path))?;
+        restored.push(path.clone());
     }
     // New texts a crashed commit left aside.
-    for s in &saved {
-        if let (Some(dir), Some(name)) = (s.path.parent(), s.path.file_name()) {
+    for path in &files {
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
             let prefix = format!("{}.ledger-tmp-", name.to_string_lossy());
             for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                 if e.file_name().to_string_lossy().starts_with(&prefix) {

@@ -86,8 +86,10 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    /// Copies the inputs, writes `edited` over the copies and parses them.
-    pub fn parse(paths: &[PathBuf], edited: &BTreeMap<PathBuf, String>) -> Result<Shadow> {
+    /// Copies what the documents of `sources` looked at, writes `edited` over the copies and
+    /// parses them.
+    pub fn parse(sources: &Sources, edited: &BTreeMap<PathBuf, String>) -> Result<Shadow> {
+        let paths = &sources.paths;
         let dir = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
         let mut shadow_inputs = Vec::new();
         let mut roots = Vec::new();
@@ -103,19 +105,55 @@ impl Shadow {
                 .map(|n| n.to_os_string())
                 .unwrap_or_default();
             let copy = dir.path().join(k.to_string()).join(&name);
-            copy_dir(&root, &copy)?;
+            std::fs::create_dir_all(&copy).map_err(io(&copy))?;
             shadow_inputs.push(copy.join(real.strip_prefix(&root).unwrap_or(Path::new(""))));
             roots.push((root, copy));
         }
+        // Where a path of the inputs lies in the copy: below the first root holding it.
+        let in_copy = |path: &Path| {
+            let real = inside_path(path)?;
+            roots
+                .iter()
+                .find_map(|(root, copy)| real.strip_prefix(root).ok().map(|rel| copy.join(rel)))
+        };
+        for input in sources.docs.iter().flat_map(|d| &d.inputs) {
+            let empty = match input.seen {
+                ledger_core::Seen::Read(_) => false,
+                ledger_core::Seen::Exists => true,
+                ledger_core::Seen::Absent | ledger_core::Seen::Listing(_) => continue,
+            };
+            let path = Path::new(&input.path);
+            // Only regular files whose links stay inside the inputs; no FIFO, device or folder.
+            let regular = std::fs::canonicalize(path)
+                .ok()
+                .filter(|real| roots.iter().any(|(root, _)| real.starts_with(root)))
+                .and_then(|real| std::fs::metadata(real).ok())
+                .is_some_and(|m| m.is_file());
+            let Some(target) = in_copy(path).filter(|_| regular) else {
+                continue;
+            };
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            if empty {
+                // Only its existence was looked at (it may have been read too: keep that copy).
+                if !target.exists() {
+                    std::fs::File::create(&target).map_err(io(&target))?;
+                }
+            } else {
+                std::fs::copy(path, &target).map_err(io(path))?;
+            }
+        }
         for (path, text) in edited {
-            let real = std::fs::canonicalize(path).map_err(io(path))?;
-            let Some((root, copy)) = roots.iter().find(|(r, _)| real.starts_with(r)) else {
+            let Some(target) = in_copy(path) else {
                 return Err(EditError::Invalid(format!(
                     "{} is outside the inputs",
                     path.display()
                 )));
             };
-            let target = copy.join(real.strip_prefix(root).unwrap_or(&real));
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
             std::fs::write(&target, text).map_err(io(&target))?;
         }
         let docs = parse_inputs(&shadow_inputs)?;
@@ -133,22 +171,15 @@ impl Shadow {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(io(to))?;
-    for e in std::fs::read_dir(from).map_err(io(from))?.flatten() {
-        let p = e.path();
-        let name = e.file_name();
-        if name == ".ledger-undo" || name == ".git" {
-            continue;
-        }
-        let target = to.join(&name);
-        if p.is_dir() {
-            copy_dir(&p, &target)?;
-        } else {
-            std::fs::copy(&p, &target).map_err(io(&p))?;
-        }
-    }
-    Ok(())
+/// `path` with its folder resolved (symlinks, `..`) and its own name kept: where it lies, even
+/// when it is itself a symlink.
+fn inside_path(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(std::fs::canonicalize(parent).ok()?.join(name))
 }
 
 /// `texts` with `edits` applied, every file included.
@@ -203,7 +234,7 @@ pub fn check(
         .into_iter()
         .filter(|(p, t)| sources.texts.get(p) != Some(t))
         .collect();
-    let shadow = Shadow::parse(&sources.paths, &edited)?;
+    let shadow = Shadow::parse(sources, &edited)?;
     let mut findings = shadow.verify(sources, stages);
     findings.extend(extra(&edited, &shadow));
     Ok(Checked {
@@ -327,7 +358,7 @@ pub fn plan_rename_term(
     let mut edits = found.replacements.clone();
     // Headings that change get new slugs: their links follow.
     let first = crate::apply(&sources.texts, &edits)?;
-    let links = moved_anchors(sources, &Shadow::parse(&sources.paths, &first)?.docs)?;
+    let links = moved_anchors(sources, &Shadow::parse(sources, &first)?.docs)?;
     edits.extend(links.iter().cloned());
     edits.sort();
     edits.dedup();
@@ -391,7 +422,7 @@ pub fn plan_structural(sources: &Sources, op: &Op) -> Result<StructuralPlan> {
         .filter(|(p, t)| sources.texts.get(*p) != Some(*t))
         .map(|(p, t)| (p.clone(), t.clone()))
         .collect();
-    let after1 = Shadow::parse(&sources.paths, &changed1)?;
+    let after1 = Shadow::parse(sources, &changed1)?;
     let stage2 = crate::renumber(&sources.docs, &stage1, &after1.docs, &texts1)?;
     let renumbered = stage2.len();
     let checked = check(sources, &[stage1, stage2], |_, _| Vec::new())?;

@@ -9,7 +9,7 @@
 
 use crate::Replacement;
 use ledger_core::{Document, MentionKind, Resolution, TargetKey, UnitKind};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,9 @@ pub enum FindingKind {
     Drift,
     /// A proposed edit cannot be applied (its text is not where it says).
     Unapplicable,
+    /// The edit makes a document include a file outside its folder (`\input`, `\include`,
+    /// a SUMMARY.md link, `{{#include}}`).
+    OutsideRoot,
 }
 
 /// One problem found by verification.
@@ -392,6 +395,23 @@ pub fn verify(
                     message: w.clone(),
                 });
             }
+        }
+        // Includes the edit added must stay inside the document's folder: what the parse of the
+        // edited text refused, named as the document names it, that the parse before did not.
+        let refused = |doc: &Document| -> BTreeSet<String> {
+            doc.diagnostics
+                .iter()
+                .filter(|g| g.message.contains(ledger_parse::OUTSIDE_ROOT))
+                .map(|g| g.message.split(": ").next().unwrap_or_default().to_string())
+                .collect()
+        };
+        let was = refused(d);
+        for named in refused(a).difference(&was) {
+            findings.push(Finding {
+                kind: FindingKind::OutsideRoot,
+                location: a.id.clone(),
+                message: format!("{named}: the edit includes a file outside the document's folder"),
+            });
         }
         // References the edit added must resolve and fit.
         for (n, nm) in a.mentions.iter().enumerate() {

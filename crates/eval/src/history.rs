@@ -564,6 +564,7 @@ mod tests {
             id: "d".into(),
             path: dir.path().join("main.tex"),
             format: ledger_core::Format::Latex,
+            root: None,
         };
         let doc = ledger_parse::parse(&source, None);
         let id = |units: Vec<usize>| -> Vec<String> {

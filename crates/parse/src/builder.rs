@@ -29,7 +29,9 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    pub fn new(id: &str, path: &str, format: Format) -> Self {
+    /// A document `id` read from `path`; files outside `input_root` are not read (see
+    /// [`crate::Source::root`]).
+    pub fn new(id: &str, path: &str, format: Format, input_root: Option<&std::path::Path>) -> Self {
         let root = Unit {
             id: "doc".into(),
             kind: UnitKind::Document,
@@ -62,7 +64,7 @@ impl Builder {
             line_starts: vec![],
             last_col: vec![],
             hasher: blake3::Hasher::new(),
-            inputs: Default::default(),
+            inputs: crate::inputs::Recorder::confined_to(input_root),
             prefixes: HashMap::default(),
             label_owner: HashMap::default(),
         }
@@ -429,6 +431,10 @@ pub(crate) fn own_ranges(units: &[Unit], file: usize) -> Vec<(usize, usize, usiz
 pub(crate) fn read_text(path: &std::path::Path) -> Result<String, String> {
     const MAX: u64 = 256 * 1024 * 1024;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    // A FIFO or device would block the read or never end.
+    if !meta.is_file() {
+        return Err("not a regular file; not read".into());
+    }
     if meta.len() > MAX {
         return Err(format!(
             "file is {} bytes, over the {MAX}-byte limit",

@@ -7,13 +7,56 @@ use ledger_core::{Input, Seen};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The observations of one parse.
+/// The observations of one parse, and the folder its reads are confined to.
 #[derive(Debug, Default)]
 pub(crate) struct Recorder {
     seen: BTreeSet<Input>,
+    root: Option<Root>,
+}
+
+/// The folder a document's reads are confined to: as named, and resolved.
+#[derive(Debug)]
+struct Root {
+    named: PathBuf,
+    resolved: PathBuf,
 }
 
 impl Recorder {
+    /// A recorder whose reads stay inside `root` (when given).
+    pub(crate) fn confined_to(root: Option<&Path>) -> Recorder {
+        let root = root.map(|r| {
+            let named = crate::paths::lexical_absolute(r);
+            Root {
+                resolved: std::fs::canonicalize(r).unwrap_or_else(|_| named.clone()),
+                named,
+            }
+        });
+        Recorder {
+            seen: BTreeSet::new(),
+            root,
+        }
+    }
+
+    /// Why `path` may not be read: it lies outside the root, symlinks resolved (a path that
+    /// does not exist is judged by its name).
+    pub(crate) fn refused(&self, path: &Path) -> Option<String> {
+        let root = self.root.as_ref()?;
+        let inside = match std::fs::canonicalize(path) {
+            Ok(real) => real.starts_with(&root.resolved),
+            Err(_) => {
+                let named = crate::paths::lexical_absolute(path);
+                named.starts_with(&root.named) || named.starts_with(&root.resolved)
+            }
+        };
+        (!inside).then(|| {
+            format!(
+                "{} {}: not read (index.allow_outside_root or --allow-outside-root permit it)",
+                crate::OUTSIDE_ROOT,
+                root.named.display()
+            )
+        })
+    }
+
     fn note(&mut self, path: &Path, seen: Seen) {
         self.seen.insert(Input {
             path: path.display().to_string(),
@@ -24,6 +67,9 @@ impl Recorder {
     /// Reads `path` as text (see [`crate::builder::read_text`]) and records its bytes' hash; a
     /// file that could not be read as text is recorded by its raw bytes, or as absent.
     pub(crate) fn read(&mut self, path: &Path) -> Result<String, String> {
+        if let Some(why) = self.refused(path) {
+            return Err(why);
+        }
         let text = crate::builder::read_text(path);
         let seen = match &text {
             Ok(t) => Seen::Read(ledger_core::content_hash(t.as_bytes())),
@@ -33,8 +79,12 @@ impl Recorder {
         text
     }
 
-    /// Whether `path` is a file, recorded.
+    /// Whether `path` is a file, recorded. A path outside the root counts as one, unobserved, so
+    /// that reading it is what is refused (and nothing is learned of files outside).
     pub(crate) fn is_file(&mut self, path: &Path) -> bool {
+        if self.refused(path).is_some() {
+            return true;
+        }
         let found = path.is_file();
         self.note(path, if found { Seen::Exists } else { Seen::Absent });
         found
@@ -55,6 +105,9 @@ impl Recorder {
 
 /// A file as read now: its bytes' hash, or absent when it cannot be read.
 fn observe_file(path: &Path) -> Seen {
+    if !path.is_file() {
+        return Seen::Absent;
+    }
     match std::fs::read(path) {
         Ok(bytes) => Seen::Read(ledger_core::content_hash(&bytes)),
         Err(_) => Seen::Absent,

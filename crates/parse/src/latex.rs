@@ -137,9 +137,10 @@ struct Paragraph {
 pub(crate) fn parse(
     main: &Path,
     doc_id: &str,
+    root: Option<&Path>,
     tokenizer: Option<&crate::tokens::Tokenizer>,
 ) -> ledger_core::Document {
-    let mut p = Latex::new(main, doc_id);
+    let mut p = Latex::new(main, doc_id, root);
     match p.b.inputs.read(main) {
         Ok(text) => {
             let file = p.b.add_file(&main.display().to_string(), text);
@@ -214,7 +215,7 @@ struct Latex {
 impl Latex {
     /// A scanner for the document `doc_id` whose main file is `main`, with the common
     /// theorem-like environments known.
-    fn new(main: &Path, doc_id: &str) -> Self {
+    fn new(main: &Path, doc_id: &str, root: Option<&Path>) -> Self {
         let mut theorems = HashMap::default();
         for (env, display) in [
             ("theorem", "Theorem"),
@@ -244,7 +245,7 @@ impl Latex {
             );
         }
         Latex {
-            b: Builder::new(doc_id, &main.display().to_string(), Format::Latex),
+            b: Builder::new(doc_id, &main.display().to_string(), Format::Latex, root),
             dir: main.parent().map(Path::to_path_buf).unwrap_or_default(),
             counters: Counters::for_class(false),
             with_chapters: false,

@@ -26,6 +26,10 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 pub use markdown::heading_slug;
+
+/// How every diagnostic of a file refused for lying outside the document's folder says so (see
+/// [`Source::root`]).
+pub const OUTSIDE_ROOT: &str = "outside the input root";
 pub use resolve::{CorpusIndex, resolve_corpus};
 pub use tokens::Tokenizer;
 
@@ -38,16 +42,20 @@ pub struct Source {
     pub path: PathBuf,
     /// How to parse it.
     pub format: Format,
+    /// The folder it was found in (the input named, or a named file's folder): files outside it,
+    /// symlinks resolved, are not read, and a diagnostic names each one. `None`: no such bound.
+    pub root: Option<PathBuf>,
 }
 
 /// Parses one document. Never fails: problems are in `Document::diagnostics`.
 /// Token counts are filled when a tokenizer is given.
 pub fn parse(source: &Source, tokenizer: Option<&Tokenizer>) -> Document {
     let _span = tracing::debug_span!("parse", doc_id = %source.id).entered();
+    let root = source.root.as_deref();
     let mut doc = match source.format {
-        Format::Latex => latex::parse(&source.path, &source.id, tokenizer),
-        Format::Markdown => markdown::parse_file(&source.path, &source.id, tokenizer),
-        Format::MarkdownBook => markdown::parse_book(&source.path, &source.id, tokenizer),
+        Format::Latex => latex::parse(&source.path, &source.id, root, tokenizer),
+        Format::Markdown => markdown::parse_file(&source.path, &source.id, root, tokenizer),
+        Format::MarkdownBook => markdown::parse_book(&source.path, &source.id, root, tokenizer),
     };
     if doc.bytes == 0 && !doc.files.is_empty() {
         doc.diagnostics.push(Diagnostic {
@@ -79,6 +87,10 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
     for input in inputs {
         if input.is_file() {
             let id = input.display().to_string();
+            let folder = match input.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
             match format_of(input) {
                 Some(Format::Markdown) if input.file_name().is_some_and(|f| f == "SUMMARY.md") => {
                     let dir = input.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -86,12 +98,14 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
                         id: dir.display().to_string(),
                         path: dir,
                         format: Format::MarkdownBook,
+                        root: Some(folder),
                     });
                 }
                 Some(format) => sources.push(Source {
                     id,
                     path: input.clone(),
                     format,
+                    root: Some(folder),
                 }),
                 None => diags.push(Diagnostic {
                     path: id,
@@ -159,6 +173,17 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
     {
         match entry {
             Ok(e) if e.file_type().is_file() => files.push(e.into_path()),
+            Ok(e)
+                if e.path_is_symlink() && (format_of(e.path()).is_some() || e.path().is_dir()) =>
+            {
+                diags.push(Diagnostic {
+                    path: e.path().display().to_string(),
+                    line: 0,
+                    severity: Severity::Warning,
+                    message: "a symbolic link: not followed, not indexed (name its target instead)"
+                        .into(),
+                })
+            }
             Ok(_) => {}
             Err(e) => diags.push(Diagnostic {
                 path: e
@@ -180,6 +205,7 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
             id: id_of(b),
             path: b.clone(),
             format: Format::MarkdownBook,
+            root: Some(dir.to_path_buf()),
         });
     }
     let in_book = |p: &Path| books.iter().any(|b| p.starts_with(b));
@@ -190,6 +216,7 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
                 id: id_of(f),
                 path: f.clone(),
                 format: Format::Markdown,
+                root: Some(dir.to_path_buf()),
             }),
             Some(Format::Latex) => tex.push(f.clone()),
             _ => {}
@@ -239,6 +266,7 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
                 id: id_of(f),
                 path: f.clone(),
                 format: Format::Latex,
+                root: Some(dir.to_path_buf()),
             });
         }
     }

@@ -38,9 +38,10 @@ struct Chapter {
 pub(crate) fn parse_file(
     path: &Path,
     doc_id: &str,
+    root: Option<&Path>,
     tokenizer: Option<&crate::tokens::Tokenizer>,
 ) -> Document {
-    let mut b = Builder::new(doc_id, &path.display().to_string(), Format::Markdown);
+    let mut b = Builder::new(doc_id, &path.display().to_string(), Format::Markdown, root);
     let rel = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -73,9 +74,15 @@ pub(crate) fn parse_file(
 pub(crate) fn parse_book(
     dir: &Path,
     doc_id: &str,
+    root: Option<&Path>,
     tokenizer: Option<&crate::tokens::Tokenizer>,
 ) -> Document {
-    let mut b = Builder::new(doc_id, &dir.display().to_string(), Format::MarkdownBook);
+    let mut b = Builder::new(
+        doc_id,
+        &dir.display().to_string(),
+        Format::MarkdownBook,
+        root,
+    );
     let summary_path = dir.join("SUMMARY.md");
     let mut chapters: Vec<Chapter> = Vec::new();
     let mut skipped: Vec<Vec<(usize, usize)>> = Vec::new();
@@ -85,6 +92,15 @@ pub(crate) fn parse_book(
             skipped.push(vec![]);
             for (dest, number, depth, at) in summary_entries(&text) {
                 let path = dir.join(&dest);
+                if let Some(why) = b.inputs.refused(&path) {
+                    b.diag(
+                        summary,
+                        at,
+                        Severity::Warning,
+                        format!("SUMMARY.md links to `{dest}`: {why}"),
+                    );
+                    continue;
+                }
                 if !b.inputs.is_file(&path) {
                     b.diag(
                         summary,
@@ -620,8 +636,15 @@ impl FileParse<'_> {
             let raw = &c[2];
             // `path:anchor` and `path:1:5` select part of a file.
             let path = raw.split(':').next().unwrap_or(raw);
-            if !self.b.inputs.is_file(&dir.join(path)) {
-                let at = range.start + c.get(0).map_or(0, |m| m.start());
+            let at = range.start + c.get(0).map_or(0, |m| m.start());
+            if let Some(why) = self.b.inputs.refused(&dir.join(path)) {
+                self.b.diag(
+                    self.file,
+                    at,
+                    Severity::Warning,
+                    format!("{{{{#{} {raw}}}}}: {why}", &c[1]),
+                );
+            } else if !self.b.inputs.is_file(&dir.join(path)) {
                 self.b.diag(
                     self.file,
                     at,

@@ -1,6 +1,23 @@
 //! Paths as documents name them: lexically normalised, `/`-separated, relative to a root.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
+
+/// `p` made absolute (against the working folder) with `.` and `..` resolved by name, not by
+/// following symlinks.
+pub(crate) fn lexical_absolute(p: &Path) -> PathBuf {
+    let p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
 
 /// Lexically normalises a relative path to `a/b/c.md` (keeping leading `..`).
 pub(crate) fn normalise(p: &Path) -> String {

@@ -244,6 +244,8 @@ pub struct QueueConfig {
     pub max_attempts: u32,
     /// RabbitMQ's acknowledgement timeout on the job queue, in seconds.
     pub consumer_timeout_secs: u64,
+    /// Folders (and `s3://bucket/prefix` URLs) a worker may read sources from and write parts to.
+    pub worker_roots: Vec<String>,
 }
 
 /// Settings of DEPENDS edges.
@@ -326,6 +328,8 @@ pub struct IndexConfig {
     pub count_tokens: bool,
     /// Show a progress bar on a terminal.
     pub progress: bool,
+    /// Let documents read files outside their input root (see [`ledger_parse::Source::root`]).
+    pub allow_outside_root: bool,
 }
 
 /// Settings of `ledger verify`.

@@ -10,8 +10,9 @@ use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dea
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::path::Path;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a worker or coordinator keeps trying to reach the broker before giving up.
@@ -25,7 +26,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Settings of `ledger worker`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WorkerOptions {
     /// Broker URL.
     pub amqp: String,
@@ -37,10 +38,13 @@ pub struct WorkerOptions {
     pub exit_when_idle: Option<Duration>,
     /// RabbitMQ's acknowledgement timeout on the job queue.
     pub consumer_timeout: Duration,
+    /// The document stage, from this worker's own configuration: a job whose fingerprint is not
+    /// this stage's is refused.
+    pub stage: Arc<Stage>,
+    /// Folders (and `s3://bucket/prefix` URLs) this worker may read sources from and write parts
+    /// to; a job naming anything else is refused.
+    pub roots: Vec<String>,
 }
-
-/// Document stages by settings (a worker serves any coordinator's settings).
-type Stages = Arc<Mutex<HashMap<String, Arc<Stage>>>>;
 
 /// `ledger worker`: consumes document jobs until `shutdown` resolves (or until idle with
 /// `exit_when_idle`); returns the number of jobs it finished. Reconnects (with backoff) when the
@@ -50,7 +54,12 @@ pub async fn run_worker(
     options: &WorkerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<u64> {
-    let stages: Stages = Arc::default();
+    if options.roots.is_empty() {
+        return Err(Error::Invalid(
+            "a worker needs the folders it may read and write: --root DIR (or queue.worker_roots)"
+                .into(),
+        ));
+    }
     let tag = format!("ledger-worker-{}", std::process::id());
     let mut finished = 0u64;
     let mut idle_since = Instant::now();
@@ -91,7 +100,7 @@ pub async fn run_worker(
             };
             match delivery {
                 Some(Ok(delivery)) => {
-                    if let Err(e) = handle(&broker, &options.jobs, delivery, &stages).await {
+                    if let Err(e) = handle(&broker, options, delivery).await {
                         tracing::warn!(error = %e, "lost the broker while reporting a job");
                         break;
                     }
@@ -116,10 +125,10 @@ pub async fn run_worker(
 /// (a retry or a dead letter is published before the original is acked).
 async fn handle(
     broker: &Broker,
-    jobs: &str,
+    options: &WorkerOptions,
     delivery: ledger_queue::Delivery,
-    stages: &Stages,
 ) -> Result<()> {
+    let jobs = options.jobs.as_str();
     let job: DocumentJob = match serde_json::from_slice(delivery.data()) {
         Ok(job) => job,
         Err(e) => {
@@ -131,15 +140,15 @@ async fn handle(
     let _span = tracing::info_span!("job", doc_id = %job.doc_id, attempt = job.attempt).entered();
     let started = Instant::now();
     let outcome = if job.protocol == PROTOCOL_VERSION {
-        let (job2, stages) = (job.clone(), stages.clone());
-        match tokio::task::spawn_blocking(move || run_job(&job2, &stages)).await {
+        let (job2, stage, roots) = (job.clone(), options.stage.clone(), options.roots.clone());
+        match tokio::task::spawn_blocking(move || run_job(&job2, &stage, &roots)).await {
             Ok(r) => r,
             Err(panic) => Err(Error::Invalid(format!(
                 "the document stage panicked: {panic}"
             ))),
         }
     } else {
-        Err(Error::Invalid(format!(
+        Err(Error::Refused(format!(
             "protocol version {} (this worker speaks {PROTOCOL_VERSION})",
             job.protocol
         )))
@@ -160,7 +169,7 @@ async fn handle(
         Err(e) => {
             let error = crate::error_chain(&e);
             let attempts = job.attempt + 1;
-            let dead = attempts >= job.max_attempts.max(1) || job.protocol != PROTOCOL_VERSION;
+            let dead = attempts >= job.max_attempts.max(1) || matches!(e, Error::Refused(_));
             tracing::warn!(%error, attempts, dead, "job failed");
             if dead {
                 let letter = DeadLetter {
@@ -189,30 +198,84 @@ async fn handle(
     Ok(())
 }
 
-/// The document stage for a job (blocking): the stage for its settings, the document parsed
-/// from the shared file system, its part written under the key the coordinator expects. Returns
-/// what the job sent to the chat endpoint.
-fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapshot> {
-    let id = serde_json::to_string(&job.settings)?;
-    let cached = stages.lock().ok().and_then(|s| s.get(&id).cloned());
-    let stage = match cached {
-        Some(s) => s,
-        None => {
-            let settings: Settings = serde_json::from_value(job.settings.clone())
-                .map_err(|e| Error::Invalid(format!("job settings: {e}")))?;
-            let s = Arc::new(Stage::new(settings)?);
-            if let Ok(mut map) = stages.lock() {
-                map.insert(id, s.clone());
+/// `path` resolved as far as it exists (symlinks, `..`), the rest appended as named; `None` when
+/// a part that does not exist yet climbs with `..`.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
             }
-            s
+            return Some(out);
         }
+        match existing.components().next_back() {
+            Some(std::path::Component::Normal(name)) => rest.push(name.to_os_string()),
+            _ => return None,
+        }
+        existing = existing.parent()?;
+    }
+}
+
+/// Refuses `what` (a job's path or parts URL) unless it lies under one of `roots`: a local path
+/// (or `file://` URL) resolved inside a root folder, or a URL under a root URL.
+fn check_root(roots: &[String], what: &str, role: &str) -> Result<()> {
+    let local = |s: &str| -> Option<PathBuf> {
+        let path = s.strip_prefix("file://").unwrap_or(s);
+        (!path.contains("://")).then(|| PathBuf::from(path))
     };
+    let inside = if let Some(path) = local(what) {
+        resolve(&path).is_some_and(|real| {
+            roots
+                .iter()
+                .filter_map(|r| local(r).and_then(|r| std::fs::canonicalize(r).ok()))
+                .any(|root| real.starts_with(root))
+        })
+    } else {
+        roots.iter().filter(|r| r.contains("://")).any(|r| {
+            let r = r.trim_end_matches('/');
+            what == r
+                || what
+                    .strip_prefix(r)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    };
+    if inside {
+        Ok(())
+    } else {
+        Err(Error::Refused(format!(
+            "{role} {what} is not under this worker's roots (--root, queue.worker_roots)"
+        )))
+    }
+}
+
+/// The document stage for a job (blocking), once the job passed this worker's checks: the
+/// document parsed from the shared file system, its part written under the key the coordinator
+/// expects. Returns what the job sent to the chat endpoint.
+fn run_job(
+    job: &DocumentJob,
+    stage: &Stage,
+    roots: &[String],
+) -> Result<ledger_llm::UsageSnapshot> {
     if stage.fingerprint() != job.fingerprint {
-        return Err(Error::Invalid(format!(
-            "this worker's pipeline differs from the coordinator's (fingerprint {} vs {}): check that both run the same ledger version and have the same models installed",
+        return Err(Error::Refused(format!(
+            "this worker's pipeline differs from the coordinator's (fingerprint {} vs {}): check that both run the same ledger version with the same settings and models",
             stage.fingerprint(),
             job.fingerprint
         )));
+    }
+    check_root(roots, &job.source, "source")?;
+    check_root(roots, &job.parts, "parts")?;
+    match &job.root {
+        Some(root) => check_root(roots, root, "input root")?,
+        None if stage.settings().index.allow_outside_root => {}
+        None => {
+            return Err(Error::Refused(
+                "the job reads without an input root, which this worker does not allow (index.allow_outside_root)".into(),
+            ));
+        }
     }
     let before = stage
         .chat()
@@ -222,6 +285,7 @@ fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapsh
         id: job.doc_id.clone(),
         path: PathBuf::from(&job.source),
         format: job.format,
+        root: job.root.as_ref().map(PathBuf::from),
     };
     let doc = stage.parse(&source);
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
@@ -233,7 +297,7 @@ fn run_job(job: &DocumentJob, stages: &Stages) -> Result<ledger_llm::UsageSnapsh
     }
     let parts = ledger_store::PartStore::open(&job.parts)
         .map_err(crate::store(|| format!("opening part store {}", job.parts)))?;
-    crate::index::process_document(&stage, &parts, doc, job.previous_key.as_deref())?;
+    crate::index::process_document(stage, &parts, doc, job.previous_key.as_deref())?;
     let after = stage
         .chat()
         .map(|c| c.usage().snapshot())
@@ -259,7 +323,8 @@ pub struct CoordinatorOptions {
     pub parts: Option<String>,
     /// Inputs.
     pub paths: Vec<PathBuf>,
-    /// The document stage's settings, sent with every job.
+    /// The document stage's settings; jobs carry only their fingerprint (workers run their own
+    /// configuration's, which must resolve to the same).
     pub settings: Settings,
     /// Attempts per job before the dead-letter queue.
     pub max_attempts: u32,
@@ -333,10 +398,9 @@ pub fn coordinator(
         Some(url) => ledger_store::PartStore::open(url).map_err(crate::store(|| "store.parts"))?,
         None => ledger_store::PartStore::of_graph(&out),
     };
-    let (sources, diagnostics) = discover_inputs(&paths)?;
+    let (sources, diagnostics) = discover_inputs(&paths, &options.settings.index)?;
     let stage = Stage::new(options.settings.clone())?;
     let previous = Previous::of(&out);
-    let settings = serde_json::to_value(&options.settings)?;
     let run = format!(
         "{}-{}",
         std::time::SystemTime::now()
@@ -387,10 +451,10 @@ pub fn coordinator(
             doc_id: source.id.clone(),
             source: source.path.display().to_string(),
             format: source.format,
+            root: source.root.as_ref().map(|r| r.display().to_string()),
             key,
             previous_key: previous.part_of(&source.id).map(str::to_string),
             fingerprint: stage.fingerprint().to_string(),
-            settings: settings.clone(),
             attempt: 0,
             max_attempts: options.max_attempts,
         });
@@ -531,4 +595,36 @@ async fn follow(
     progress.finish();
     report.dead.sort();
     Ok(usage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_paths_must_lie_under_a_root() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let corpus = dir.path().join("corpus");
+        std::fs::create_dir_all(corpus.join("book")).expect("mkdir");
+        std::os::unix::fs::symlink("/etc", corpus.join("etc")).expect("symlink");
+        let roots = vec![
+            corpus.display().to_string(),
+            "s3://bucket/parts".to_string(),
+        ];
+        let ok = |what: &str| check_root(&roots, what, "path").is_ok();
+        let under = |rel: &str| corpus.join(rel).display().to_string();
+        assert!(ok(&under("book")));
+        assert!(ok(&under("graph/parts")), "not created yet, but inside");
+        assert!(ok(&format!("file://{}", under("book"))));
+        assert!(ok("s3://bucket/parts") && ok("s3://bucket/parts/run1"));
+        assert!(!ok(&under("etc/hostname")), "a symlink out of the root");
+        assert!(!ok(&under("book/../../outside")));
+        assert!(
+            !ok(&under("new/../../outside")),
+            "`..` through a folder that does not exist"
+        );
+        assert!(!ok("/etc/hostname"));
+        assert!(!ok("s3://bucket/partsx") && !ok("s3://other/parts"));
+        assert!(check_root(&[], &under("book"), "path").is_err());
+    }
 }

@@ -49,11 +49,26 @@ pub(crate) fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
         .map_err(|e| Error::Invalid(format!("starting worker threads: {e}")))
 }
 
+/// The documents under `paths` (see `ledger_parse::discover`), their reads confined to the
+/// folders they were found in unless `config.allow_outside_root`.
+fn discover(
+    paths: &[PathBuf],
+    config: &IndexConfig,
+) -> (Vec<ledger_parse::Source>, Vec<Diagnostic>) {
+    let (mut sources, diagnostics) = ledger_parse::discover(paths);
+    if config.allow_outside_root {
+        for s in &mut sources {
+            s.root = None;
+        }
+    }
+    (sources, diagnostics)
+}
+
 /// Discovers and parses (rayon, `config.jobs` threads) the documents under `paths`; references
 /// across documents are left pending (see `ledger_parse::resolve_corpus`).
 pub fn load(paths: &[PathBuf], config: &IndexConfig, progress: &dyn Progress) -> Result<Corpus> {
     let start = Instant::now();
-    let (sources, diagnostics) = ledger_parse::discover(paths);
+    let (sources, diagnostics) = discover(paths, config);
     let pool = thread_pool(config.jobs)?;
     let tokenizer = config.count_tokens.then(ledger_parse::Tokenizer::cl100k);
     progress.start("parsing", sources.len() as u64);
@@ -77,8 +92,11 @@ pub fn load(paths: &[PathBuf], config: &IndexConfig, progress: &dyn Progress) ->
 
 /// Discovers the documents under `paths`, refusing to go on when an input itself is bad (a
 /// missing path must not replace a good graph with an empty one).
-pub fn discover_inputs(paths: &[PathBuf]) -> Result<(Vec<ledger_parse::Source>, Vec<Diagnostic>)> {
-    let (sources, diagnostics) = ledger_parse::discover(paths);
+pub fn discover_inputs(
+    paths: &[PathBuf],
+    config: &IndexConfig,
+) -> Result<(Vec<ledger_parse::Source>, Vec<Diagnostic>)> {
+    let (sources, diagnostics) = discover(paths, config);
     let bad_inputs: Vec<String> = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -97,7 +115,7 @@ pub fn load_inputs(
     config: &IndexConfig,
     progress: &dyn Progress,
 ) -> Result<Corpus> {
-    discover_inputs(paths)?;
+    discover_inputs(paths, config)?;
     load(paths, config, progress)
 }
 
@@ -450,7 +468,7 @@ impl fmt::Display for IndexReport {
 pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<IndexReport> {
     let started_at = ledger_store::now_rfc3339();
     let start = Instant::now();
-    let (sources, diagnostics) = discover_inputs(job.paths)?;
+    let (sources, diagnostics) = discover_inputs(job.paths, &stage.settings().index)?;
     let previous = Previous::of(job.out);
     let pool = thread_pool(stage.settings().index.jobs)?;
     progress.start("documents", sources.len() as u64);

@@ -26,6 +26,10 @@ pub enum Error {
     /// Settings or a request that cannot work as given.
     #[error("{0}")]
     Invalid(String),
+    /// A job this worker's configuration does not allow (another fingerprint, a path outside
+    /// its roots, another protocol): dead-lettered at once, not retried.
+    #[error("refused: {0}")]
+    Refused(String),
     /// Inputs that are themselves bad (missing paths, unknown file types); nothing was written.
     #[error("bad input, nothing written:\n{0}")]
     BadInput(String),

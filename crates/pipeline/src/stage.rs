@@ -204,6 +204,7 @@ impl Stage {
             "pipeline": PIPELINE_VERSION,
             "ledger": env!("CARGO_PKG_VERSION"),
             "tokens": settings.index.count_tokens,
+            "outside_root": settings.index.allow_outside_root,
             "judge": judge.as_ref().map(|j| j.name().to_string()),
             "window": settings.depends.window,
             "summarizer": models.as_ref().map(|m| m.summarizer.name().to_string()),
@@ -261,8 +262,8 @@ impl Stage {
         Ok(models.embedder.embed(&[text])?.pop())
     }
 
-    /// Parses the document of `source` (the worker's first step; the embedded mode parses all
-    /// documents up front instead).
+    /// Parses the document of `source`, counting tokens when the settings say so (the first step
+    /// of the document stage, in both modes).
     pub fn parse(&self, source: &ledger_parse::Source) -> Document {
         ledger_parse::parse(source, self.tokenizer.as_ref())
     }

@@ -15,12 +15,13 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use ledger_core::redact_credentials as redact;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Version of the messages below; a worker rejects jobs of another version to the dead-letter
 /// queue rather than guessing.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The default durable queue of document jobs (`queue.jobs`; deployments sharing a broker pick
 /// their own).
@@ -48,18 +49,17 @@ pub struct DocumentJob {
     pub source: String,
     /// How to parse it.
     pub format: ledger_core::Format,
+    /// The folder its reads are confined to (absolute; `None`: not confined).
+    pub root: Option<String>,
     /// The part key the coordinator expects (document id, content hash, pipeline fingerprint).
     pub key: String,
     /// The document's part in the previous graph version (its caches), if any.
     pub previous_key: Option<String>,
-    /// The pipeline fingerprint the coordinator computed; a worker whose settings resolve to
-    /// another one (say, MiniLM missing on its machine) refuses the job.
+    /// The pipeline fingerprint the coordinator computed: what fixes the part's content. A
+    /// worker's settings, endpoints and credentials are its own configuration's; a worker whose
+    /// configuration resolves to another fingerprint (say, MiniLM missing on its machine)
+    /// refuses the job.
     pub fingerprint: String,
-    /// The document stage's settings (`ledger_pipeline::Settings` as JSON). The queue carries
-    /// them without reading them (the pipeline depends on the queue, not the other way round);
-    /// a worker decodes them, and a job whose settings do not decode fails like any job, into
-    /// the dead-letter queue with the reason.
-    pub settings: serde_json::Value,
     /// Attempts already made (0 for a fresh job).
     pub attempt: u32,
     /// Attempts allowed before the job goes to the dead-letter queue.
@@ -142,14 +142,6 @@ pub type Result<T, E = QueueError> = std::result::Result<T, E>;
 pub struct Broker {
     connection: Connection,
     channel: Channel,
-}
-
-/// `amqp://user:pass@host` → `amqp://host`, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(a)) if a > s => format!("{}{}", &url[..s + 3], &url[a + 1..]),
-        _ => url.to_string(),
-    }
 }
 
 impl Broker {
@@ -374,15 +366,6 @@ impl Consumer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn credentials_are_not_printed() {
-        assert_eq!(
-            redact("amqp://guest:secret@10.0.0.1:5672/%2f"),
-            "amqp://10.0.0.1:5672/%2f"
-        );
-        assert_eq!(redact("amqp://127.0.0.1:5672"), "amqp://127.0.0.1:5672");
-    }
 
     #[test]
     fn events_are_tagged_json() {

@@ -3,6 +3,7 @@
 use crate::schema::TABLES;
 use crate::{Result, StoreError};
 use arrow::array::RecordBatch;
+use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use std::path::Path;
 
@@ -81,9 +82,16 @@ impl SqlSession {
         Ok(SqlSession { ctx })
     }
 
-    /// Runs one SQL statement and collects its result.
+    /// Runs one read-only SQL statement and collects its result. Statements that would write
+    /// files or change the session are refused before anything runs: DDL (`CREATE [EXTERNAL]
+    /// TABLE`, `CREATE VIEW`, `DROP`), DML (`INSERT`, `COPY ... TO`, `DELETE`, `UPDATE`) and other
+    /// statements (`SET`, `BEGIN`, `PREPARE`).
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
-        let df = self.ctx.sql(sql).await?;
+        let read_only = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let df = self.ctx.sql_with_options(sql, read_only).await?;
         Ok(df.collect().await?)
     }
 

@@ -56,7 +56,16 @@ impl Env {
             .env("LEDGER_LLM_URL", &self.llm)
             .env("LEDGER_LLM_MODEL", "fake-judge")
             .env("LEDGER_LLM_CONCURRENCY", "4")
-            .env("LEDGER_INDEX_PROGRESS", "false");
+            .env("LEDGER_INDEX_PROGRESS", "false")
+            // Workers read and write only where the tests put corpora, graphs and parts.
+            .env(
+                "LEDGER_QUEUE_WORKER_ROOTS",
+                format!(
+                    "{},{},s3://ledger",
+                    std::env::temp_dir().display(),
+                    root().display()
+                ),
+            );
         c
     }
 
@@ -439,23 +448,29 @@ fn the_run_survives_a_broker_restart() {
     });
 }
 
-#[test]
-fn the_distributed_benchmark_reports_every_mode() {
-    let Some(_broker) = broker() else { return };
+/// `ledger bench ARGS` with the hash embedder and no configuration file: its standard output,
+/// after checking that it succeeded.
+fn bench(args: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args([
-            "bench",
-            "distributed",
-            s(&root().join("datasets")),
-            "--workers",
-            "1,2",
-        ])
+        .arg("bench")
+        .args(args)
         .env_remove("LEDGER_CONFIG")
         .env("LEDGER_EMBED_EMBEDDER", "hash")
         .output()
         .expect("ledger bench runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let table = stdout(&o);
+    stdout(&o)
+}
+
+#[test]
+fn the_distributed_benchmark_reports_every_mode() {
+    let Some(_broker) = broker() else { return };
+    let table = bench(&[
+        "distributed",
+        s(&root().join("datasets")),
+        "--workers",
+        "1,2",
+    ]);
     for row in [
         "| embedded (all cores) |",
         "| 1 worker |",
@@ -596,24 +611,16 @@ fn the_scale_benchmark_reports_every_mode() {
     let Some(_broker) = broker() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("scale");
-    let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args([
-            "bench",
-            "scale",
-            s(&root().join("datasets/paper-equational-theories")),
-            "--out",
-            s(&out),
-            "--sizes",
-            "0.5,1",
-            "--workers",
-            "1",
-        ])
-        .env_remove("LEDGER_CONFIG")
-        .env("LEDGER_EMBED_EMBEDDER", "hash")
-        .output()
-        .expect("ledger bench runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let table = stdout(&o);
+    let table = bench(&[
+        "scale",
+        s(&root().join("datasets/paper-equational-theories")),
+        "--out",
+        s(&out),
+        "--sizes",
+        "0.5,1",
+        "--workers",
+        "0,1",
+    ]);
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
     // A header and two modes at each of two sizes, each with a peak RSS measured.
     assert_eq!(rows.len(), 5, "{table}");
@@ -641,4 +648,116 @@ fn the_scale_benchmark_reports_every_mode() {
         std::fs::read(a).expect("first copy"),
         std::fs::read(b).expect("second copy")
     );
+}
+
+#[test]
+fn the_broker_password_is_neither_stored_in_the_graph_nor_printed() {
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let env = Env::new("redact", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let out = dir.path().join("graph");
+    let coordinator = env.coordinator(&input, &out, &["--amqp", AMQP]);
+    let w = env.worker();
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(w);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = super::sql(&out, "SELECT command FROM runs").to_string();
+    assert!(runs.contains("--amqp amqp://127.0.0.1:5672/%2f"), "{runs}");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for text in [&runs, &printed] {
+        assert!(!text.contains("guest:guest"), "{text}");
+    }
+    let _ = env.dead_letters();
+}
+
+#[test]
+fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let attacker = server::FakeServer::start();
+    let env = Env::new("refuse", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let out = dir.path().join("graph");
+    // Coordinator and worker with the offline judge: no endpoint of their own.
+    let offline = |mut c: Command| {
+        c.env_remove("LEDGER_LLM_URL")
+            .env_remove("LEDGER_LLM_MODEL");
+        c
+    };
+    let coordinator = offline(env.command(&["coordinator", s(&input), "--out", s(&out)]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coordinator starts");
+    env.wait_for_jobs(5);
+    // Take the five jobs and send them back tampered with, as anyone with the broker's
+    // credentials could.
+    runtime().block_on(async {
+        let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
+            .await
+            .expect("broker");
+        let mut jobs = Vec::new();
+        while let Some(m) = b.get(&env.queue).await.expect("get") {
+            jobs.push(serde_json::from_slice::<serde_json::Value>(&m).expect("a job"));
+        }
+        assert_eq!(jobs.len(), 5);
+        jobs.sort_by_key(|j| j["doc_id"].as_str().unwrap_or_default().to_string());
+        jobs[0]["source"] = "/etc/hostname".into();
+        jobs[1]["fingerprint"] = "0000".into();
+        jobs[2]["parts"] = "/var/tmp/ledger-elsewhere".into();
+        jobs[3]["root"] = "/".into();
+        // The old attack: settings naming another endpoint and the worker's secret as its key.
+        jobs[4]["settings"] = serde_json::json!({
+            "llm": {"url": attacker.url, "model": "m", "api_key_env": "LEDGER_TEST_SECRET"},
+            "depends": {"enabled": true, "judge": "llm", "window": 8},
+        });
+        for job in &jobs {
+            b.publish(&env.queue, job).await.expect("publish");
+        }
+        b.close().await;
+    });
+    let worker = offline(env.command(&["worker"]))
+        .env("LEDGER_TEST_SECRET", "topsecret")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("worker starts");
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(worker);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let letters = env.dead_letters();
+    let reasons: Vec<&str> = letters.iter().map(|l| l.error.as_str()).collect();
+    assert_eq!(letters.len(), 4, "{reasons:?}");
+    for (field, reason) in [
+        ("source /etc/hostname", "not under this worker's roots"),
+        ("fingerprint", "differs from the coordinator's"),
+        (
+            "parts /var/tmp/ledger-elsewhere",
+            "not under this worker's roots",
+        ),
+        ("input root /", "not under this worker's roots"),
+    ] {
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains(field) && r.contains(reason)),
+            "{field}: {reasons:?}"
+        );
+    }
+    // Each was refused at once, not retried.
+    assert!(letters.iter().all(|l| l.job.attempt == 0), "{reasons:?}");
+    // The fifth ran on the worker's own settings: nothing went to the endpoint the job named.
+    assert_eq!(attacker.hits(), 0);
 }

@@ -46,7 +46,7 @@ fn llm_judgments_are_persisted_and_reused_by_the_next_run() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let estimate = stdout(&o);
-    assert!(estimate.contains("with llm:fake-judge:p1"), "{estimate}");
+    assert!(estimate.contains("with llm:fake-judge:p2"), "{estimate}");
     assert_eq!(server.hits(), 0);
     assert!(!graph.exists());
     let announced: u64 = estimate
@@ -77,14 +77,14 @@ fn llm_judgments_are_persisted_and_reused_by_the_next_run() {
     assert_eq!(int(&first["failed_judgments"]), 0);
     let rows = sql(
         &graph,
-        "SELECT COUNT(*) AS n, SUM(requests) AS requests FROM judgments WHERE status = 'ok' AND judge = 'llm:fake-judge:p1'",
+        "SELECT COUNT(*) AS n, SUM(requests) AS requests FROM judgments WHERE status = 'ok' AND judge = 'llm:fake-judge:p2'",
     );
     assert_eq!(int(&rows[0]["n"]), units);
     // One DEPENDS edge per judgment (the server names the nearest candidate), unless a stronger
     // REFERENCES edge already links the pair.
     let edges = sql(
         &graph,
-        "SELECT COUNT(*) AS n FROM edges WHERE kind = 'DEPENDS' AND evidence = 'llm:fake-judge:p1: the preceding unit'",
+        "SELECT COUNT(*) AS n FROM edges WHERE kind = 'DEPENDS' AND evidence = 'llm:fake-judge:p2: the preceding unit'",
     );
     assert!(int(&edges[0]["n"]) > 0 && int(&edges[0]["n"]) <= units);
 
@@ -233,7 +233,7 @@ fn a_real_llama_server_judges_depends() {
     assert!(int(&first["llm_completion_tokens"]) > 0, "{first}");
     let ok = sql(
         &graph,
-        "SELECT unit_id, verdicts, requests FROM judgments WHERE status = 'ok' AND judge = 'llm:smollm2:p1'",
+        "SELECT unit_id, verdicts, requests FROM judgments WHERE status = 'ok' AND judge = 'llm:smollm2:p2'",
     );
     // The schema-constrained answers parse: most judgments succeed even with a 135M model.
     assert!(ok.as_array().map_or(0, Vec::len) as u64 + failed == units);

@@ -4,6 +4,7 @@
 mod distributed;
 mod edits;
 mod judge;
+mod security;
 #[path = "../../../llm/tests/it/server.rs"]
 #[allow(dead_code)]
 mod server;

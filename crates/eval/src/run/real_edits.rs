@@ -318,7 +318,7 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
             let hunks = repo.hunks(commit)?;
             repo.checkout(&commit.parent)?;
             let path = repo.dir().join(source.document);
-            let Some(parse_source) = document_source(&path, source.name) else {
+            let Some(parse_source) = document_source(repo.dir(), &path, source.name) else {
                 *selection
                     .skipped
                     .entry(Skip::NoDocument.as_str().into())
@@ -444,8 +444,9 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
     Ok(h)
 }
 
-/// The parse source of a history's document (a LaTeX main file or an mdBook folder).
-fn document_source(path: &Path, name: &str) -> Option<ledger_parse::Source> {
+/// The parse source of a history's document (a LaTeX main file or an mdBook folder) in the
+/// repository checked out at `root`.
+fn document_source(root: &Path, path: &Path, name: &str) -> Option<ledger_parse::Source> {
     let format = if path.is_dir() {
         path.join("SUMMARY.md")
             .is_file()
@@ -459,6 +460,7 @@ fn document_source(path: &Path, name: &str) -> Option<ledger_parse::Source> {
         id: name.to_string(),
         path: path.to_path_buf(),
         format,
+        root: Some(root.to_path_buf()),
     })
 }
 

@@ -101,7 +101,7 @@ fn one_request_per_judged_unit_and_none_on_a_rerun() {
         .collect();
     for e in &doc.depends {
         assert_eq!(nearest[e.src_unit.as_str()], e.dst_unit);
-        assert_eq!(e.evidence, "llm:fake-judge:p1: the preceding unit");
+        assert_eq!(e.evidence, "llm:fake-judge:p2: the preceding unit");
     }
 
     // A rerun over the unchanged document sends nothing and gives the same graph.

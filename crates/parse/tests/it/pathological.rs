@@ -16,6 +16,7 @@ fn parse_within(text: String, guard: Duration) -> ledger_core::Document {
             id: "main".into(),
             path: main,
             format: ledger_core::Format::Latex,
+            root: None,
         };
         let _ = tx.send(ledger_parse::parse(&source, None));
     });

@@ -391,6 +391,7 @@ fn summaries_of_a_document_with_many_sections_cost_linear_time() {
             id: "main".into(),
             path: main,
             format: ledger_core::Format::Latex,
+            root: None,
         };
         let doc = stage.parse(&source);
         stage.process(doc, None).map(|(part, _)| part)
