@@ -88,6 +88,17 @@ impl Env {
             .expect("coordinator starts")
     }
 
+    /// A coordinator run to its end with `workers` workers, which are then stopped.
+    fn run(&self, input: &Path, out: &Path, extra: &[&str], workers: usize) -> Output {
+        let coordinator = self.coordinator(input, out, extra);
+        let pool: Vec<Child> = (0..workers).map(|_| self.worker()).collect();
+        let o = wait(coordinator, Duration::from_secs(300));
+        for w in pool {
+            terminate(w);
+        }
+        o
+    }
+
     fn worker(&self) -> Child {
         self.command(&["worker"])
             .stdout(Stdio::null())
@@ -282,18 +293,13 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     for workers in [1, 3] {
         let out = dir.path().join(format!("distributed-{workers}"));
         let before = llm.hits();
-        let coordinator = env.coordinator(&input, &out, &[]);
-        let ws: Vec<Child> = (0..workers).map(|_| env.worker()).collect();
-        let o = wait(coordinator, Duration::from_secs(300));
+        let o = env.run(&input, &out, &[], workers);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(
             stdout(&o).contains("5 jobs published, 0 documents unchanged, 0 dead"),
             "{}",
             stdout(&o)
         );
-        for w in ws {
-            terminate(w);
-        }
         assert_eq!(llm.hits() - before, judged, "one request per judged unit");
         assert_same_graph(&embedded, &out);
     }
@@ -319,10 +325,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
         text.replacen("\\section{", "A new opening sentence.\n\n\\section{", 1),
     )
     .expect("write");
-    let coordinator = env.coordinator(&input, &out, &[]);
-    let w = env.worker();
-    let o = wait(coordinator, Duration::from_secs(300));
-    terminate(w);
+    let o = env.run(&input, &out, &[], 1);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         stdout(&o).contains("1 jobs published, 4 documents unchanged"),
@@ -658,10 +661,7 @@ fn the_broker_password_is_neither_stored_in_the_graph_nor_printed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = corpus(dir.path());
     let out = dir.path().join("graph");
-    let coordinator = env.coordinator(&input, &out, &["--amqp", AMQP]);
-    let w = env.worker();
-    let o = wait(coordinator, Duration::from_secs(300));
-    terminate(w);
+    let o = env.run(&input, &out, &["--amqp", AMQP], 1);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let runs = super::sql(&out, "SELECT command FROM runs").to_string();
     assert!(runs.contains("--amqp amqp://127.0.0.1:5672/%2f"), "{runs}");

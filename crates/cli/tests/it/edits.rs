@@ -258,13 +258,7 @@ fn answer(edits: &[(&str, &str, &str)]) -> String {
 fn an_llm_edit_is_verified_repaired_once_and_written_only_when_it_holds() {
     let (dir, doc) = fixture();
     let graph = dir.path().join("graph");
-    let o = ledger(&[
-        "index",
-        doc.to_str().expect("utf8"),
-        "--out",
-        graph.to_str().expect("utf8"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    super::index_into(&doc, &graph, &[]);
     let main = doc.join("main.tex");
     let old = std::fs::read_to_string(&main).expect("read");
     let server = super::server::FakeServer::start();
@@ -370,13 +364,7 @@ fn an_llm_edit_gets_document_text_as_data_and_cannot_include_files_outside() {
     );
     std::fs::write(&main, &text).expect("write");
     let graph = dir.path().join("graph");
-    let o = ledger(&[
-        "index",
-        doc.to_str().expect("utf8"),
-        "--out",
-        graph.to_str().expect("utf8"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    super::index_into(&doc, &graph, &[]);
     let server = super::server::FakeServer::start();
     // Both answers add an include of a file outside the document's folder.
     let outside = answer(&[(

@@ -43,19 +43,26 @@ fn corpora() -> PathBuf {
     dir
 }
 
-fn index(out: &Path) -> Output {
-    let o = ledger(&[
+/// `ledger index INPUT --out OUT EXTRA...`, checked to succeed.
+fn index_into(input: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
         "index",
-        root().join("datasets").to_str().expect("utf8"),
+        input.to_str().expect("utf8"),
         "--out",
         out.to_str().expect("utf8"),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = ledger(&args);
     assert!(
         o.status.success(),
         "index failed: {}",
         String::from_utf8_lossy(&o.stderr)
     );
     o
+}
+
+fn index(out: &Path) -> Output {
+    index_into(&root().join("datasets"), out, &[])
 }
 
 /// `ledger sql --format json` on a graph; the rows as JSON.

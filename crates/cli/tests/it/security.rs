@@ -13,13 +13,7 @@ fn small_graph(dir: &Path) -> std::path::PathBuf {
     )
     .expect("write");
     let graph = dir.join("graph");
-    let o = ledger(&[
-        "index",
-        docs.to_str().expect("utf8"),
-        "--out",
-        graph.to_str().expect("utf8"),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    super::index_into(&docs, &graph, &[]);
     graph
 }
 
@@ -151,9 +145,7 @@ fn documents_do_not_read_files_outside_their_folder() {
     .expect("write");
     std::fs::write(docs.join("book/intro.md"), "# Intro\n\nHello.\n").expect("write");
     let graph = dir.path().join("graph");
-    let g = graph.to_str().expect("utf8");
-    let o = ledger(&["index", docs.to_str().expect("utf8"), "--out", g]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    super::index_into(&docs, &graph, &[]);
     let texts = rows(&graph, "SELECT text FROM units");
     assert!(!texts.contains("TOPSECRET"), "{texts}");
     assert!(texts.contains("Hello"), "{texts}");
@@ -175,14 +167,7 @@ fn documents_do_not_read_files_outside_their_folder() {
         "{diagnostics}"
     );
     // The operator may allow it.
-    let o = ledger(&[
-        "index",
-        docs.to_str().expect("utf8"),
-        "--out",
-        g,
-        "--allow-outside-root",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    super::index_into(&docs, &graph, &["--allow-outside-root"]);
     assert!(rows(&graph, "SELECT text FROM units").contains("TOPSECRET"));
 }
 
