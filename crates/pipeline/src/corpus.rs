@@ -1,21 +1,50 @@
 //! The corpus stage, streaming: from the parts of every document to a committed graph version.
-//! It holds one batch of documents at a time, plus what crosses documents: their labels, anchors
-//! and files (references across documents), and for RELATED edges across the corpus the vectors
-//! with the units' ids (the vector index). Parts are read twice: once for what crosses documents,
-//! once to resolve, link and write each document.
+//! It holds a few documents at a time, plus what crosses documents: their labels, anchors and
+//! files (references across documents), and for RELATED edges across the corpus the vectors
+//! with the units' ids (the vector index). A first pass reads every part's document for what
+//! crosses documents; the second goes segment by segment (the tables' files): it reads the
+//! documents of a segment, resolves them, and keys the segment by their parts and what
+//! resolving added; a segment the previous version holds under that key is shared, the others
+//! are written with their parts' vectors. A run where one document changed writes one segment.
 
 use crate::config::{RelatedConfig, RelatedScope};
 use crate::index::{CommitReport, CorpusSummary, IndexJob};
 use crate::stage::Part;
 use crate::{Result, store};
 use ledger_core::{Diagnostic, Document, Edge, Semantic, UnitEmbedding};
-use ledger_store::{EmbeddingModel, GraphWriter, PartStore, RunInfo};
+use ledger_store::{EmbeddingModel, GraphWriter, PartHead, PartStore, RunInfo};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 /// Parts read at once (in parallel), then handled in document-id order.
 const BATCH: usize = 8;
+
+/// Source bytes of a segment's documents kept in memory from computing its key to writing it;
+/// the documents of a larger segment are read again.
+const SEGMENT_HELD_BYTES: u64 = 64 << 20;
+
+/// A document as the tables hold it: references across documents resolved, with the RELATED
+/// edges that start from it and how many embeddings its part has.
+struct Resolved {
+    doc: Document,
+    edges: Vec<Edge>,
+    embeddings: usize,
+}
+
+/// The footer of part `key` ([`PartStore::read_head`]).
+fn read_head(parts: &PartStore, key: &str) -> Result<PartHead> {
+    parts
+        .read_head(key)
+        .map_err(store(|| format!("reading part {key} from {}", parts.url())))
+}
+
+/// The embeddings of part `key` ([`PartStore::read_semantic`]).
+fn read_semantic(parts: &PartStore, key: &str) -> Result<Semantic> {
+    parts
+        .read_semantic(key)
+        .map_err(store(|| format!("reading part {key} from {}", parts.url())))
+}
 
 /// What the corpus stage is given besides the job.
 pub struct CorpusInput<'a> {
@@ -147,13 +176,14 @@ pub fn write(
             Ok(())
         },
     )?;
-    let mut across = match names {
+    let across = match names {
         Some(names) if related.scope == RelatedScope::Corpus => {
             related_across(job, input, names, &index)?
         }
         _ => BTreeMap::new(),
     };
-    // Second pass: each document resolved, linked and written.
+    // Second pass: segment after segment of documents (`ledger_store::ends_segment`), each
+    // keyed by what its rows are made from; a segment the previous version holds is shared.
     let model = input
         .names
         .map_or_else(EmbeddingModel::default, |n| EmbeddingModel {
@@ -166,30 +196,77 @@ pub fn write(
     let mut summary = CorpusSummary::default();
     summary.add_diagnostics(input.diagnostics);
     let (mut related_edges, mut embeddings) = (0, 0);
-    each_part(job.parts, input.keys, |mut part| {
-        if input.reused.contains(&part.doc.id) {
-            for j in &mut part.doc.judgments {
-                j.reused = true;
-            }
-        }
-        index.resolve(&mut part.doc);
-        // In document scope the document stage found them; they are in the part.
+    let corpus_scope = names.is_some() && related.scope == RelatedScope::Corpus;
+    let resolve = |head: PartHead| {
+        let mut doc = head.doc;
+        index.resolve(&mut doc);
         let edges = match names {
-            Some(_) if related.scope == RelatedScope::Corpus => {
-                across.remove(&part.doc.id).unwrap_or_default()
-            }
-            Some(_) => std::mem::take(&mut part.semantic.related),
+            Some(_) if corpus_scope => across.get(&doc.id).cloned().unwrap_or_default(),
+            Some(_) => head.related,
             None => Vec::new(),
         };
-        related_edges += edges.len();
-        embeddings += part.semantic.embeddings.len();
-        let rows: Vec<&UnitEmbedding> = part.semantic.embeddings.iter().collect();
-        writer
-            .add(&part.doc, &rows, &edges)
+        Resolved {
+            doc,
+            edges,
+            embeddings: head.embeddings,
+        }
+    };
+    let entries: Vec<(&String, &String)> = input.keys.iter().collect();
+    for segment in entries.split_inclusive(|(id, _)| ledger_store::ends_segment(id)) {
+        let heads = |chunk: &[(&String, &String)]| -> Result<Vec<Resolved>> {
+            let read: Vec<Result<PartHead>> = chunk
+                .par_iter()
+                .map(|(_, k)| read_head(job.parts, k))
+                .collect();
+            read.into_iter().map(|h| h.map(&resolve)).collect()
+        };
+        // The key: each document's part and what crossing documents added to its rows.
+        let (mut key, mut held, mut held_bytes) = (String::new(), Vec::new(), 0);
+        for chunk in segment.chunks(BATCH) {
+            for ((_, part_key), r) in chunk.iter().zip(heads(chunk)?) {
+                let crossed = serde_json::to_vec(&(&r.doc.mentions, &r.edges))?;
+                key.push_str(part_key);
+                key.push_str(&ledger_core::content_hash(&crossed));
+                key.push('\n');
+                held_bytes += r.doc.bytes;
+                held.push(r);
+                if held_bytes > SEGMENT_HELD_BYTES {
+                    held.clear();
+                }
+            }
+        }
+        let whole = held.len() == segment.len();
+        let shared = writer
+            .begin_segment(&key)
             .map_err(store(|| format!("writing graph {}", job.out.display())))?;
-        summary.add(&part.doc);
-        Ok(())
-    })?;
+        let mut held = held.into_iter();
+        for chunk in segment.chunks(BATCH) {
+            let docs = if whole {
+                held.by_ref().take(chunk.len()).collect()
+            } else {
+                heads(chunk)?
+            };
+            let vectors: Vec<Result<Semantic>> = if shared {
+                Vec::new()
+            } else {
+                chunk
+                    .par_iter()
+                    .map(|(_, k)| read_semantic(job.parts, k))
+                    .collect()
+            };
+            let mut vectors = vectors.into_iter();
+            for r in docs {
+                let semantic = vectors.next().transpose()?.unwrap_or_default();
+                let rows: Vec<&UnitEmbedding> = semantic.embeddings.iter().collect();
+                related_edges += r.edges.len();
+                embeddings += r.embeddings;
+                writer
+                    .add(&r.doc, &rows, &r.edges, input.reused.contains(&r.doc.id))
+                    .map_err(store(|| format!("writing graph {}", job.out.display())))?;
+                summary.add(&r.doc);
+            }
+        }
+    }
     let run = RunInfo {
         started_at,
         command: job.command.to_string(),
@@ -218,6 +295,7 @@ pub fn write(
             version: manifest.version,
             written: true,
             write_seconds: corpus_start.elapsed().as_secs_f64(),
+            segments: (manifest.segments.len(), manifest.shared_segments),
         },
         related_edges,
         embeddings,

@@ -271,11 +271,9 @@ impl Staged {
         }
     }
 
-    /// A complete part reused as it is: nothing of it is judged again in this run.
-    fn reused(mut part: Part, key: String, parsed: bool) -> Staged {
-        for j in &mut part.doc.judgments {
-            j.reused = true;
-        }
+    /// A complete part reused as it is: nothing of it is judged again in this run (its
+    /// judgments keep their rows as they are; the `runs` row counts them as reused).
+    fn reused(part: Part, key: String, parsed: bool) -> Staged {
         let report = DocReport::reused(&part);
         Staged {
             part,
@@ -333,6 +331,9 @@ pub struct CommitReport {
     pub written: bool,
     /// Seconds of the corpus stage that wrote it.
     pub write_seconds: f64,
+    /// Segments of the tables in the version, and how many of them the previous version's
+    /// files are (shared, not written).
+    pub segments: (usize, usize),
 }
 
 impl CommitReport {
@@ -344,6 +345,7 @@ impl CommitReport {
             version,
             written: false,
             write_seconds: 0.0,
+            segments: (0, 0),
         }
     }
 }
@@ -354,9 +356,18 @@ impl fmt::Display for CommitReport {
             write!(f, "{summary}")?;
         }
         if self.written {
+            let (segments, shared) = self.segments;
+            let shared = if shared > 0 {
+                format!(
+                    "; {} of {segments} table segments written, {shared} shared with the previous version",
+                    segments - shared
+                )
+            } else {
+                String::new()
+            };
             writeln!(
                 f,
-                "graph: {} (version {}), corpus stage (references across documents, tables) in {:.2} s",
+                "graph: {} (version {}{shared}), corpus stage (references across documents, tables) in {:.2} s",
                 self.current.display(),
                 self.version,
                 self.write_seconds

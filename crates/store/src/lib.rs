@@ -4,11 +4,14 @@
 //!
 //! ```text
 //! GRAPH/current -> versions/000007        (symlink, swapped atomically on commit)
-//! GRAPH/versions/000007/{documents,units,edges,mentions,labels,diagnostics,embeddings,judgments,inputs,runs}.parquet
-//! GRAPH/versions/000007/manifest.json     (schema version, row counts)
+//! GRAPH/versions/000007/<table>/NNNNNN-<key>.parquet   (one file per segment of documents)
+//! GRAPH/versions/000007/runs/runs.parquet
+//! GRAPH/versions/000007/manifest.json     (schema version, row counts, segments)
 //! ```
 //!
-//! Readers (DataFusion, pyarrow, DuckDB) open `GRAPH/current/<table>.parquet` as plain Parquet.
+//! Every table is a folder of Parquet files (a dataset): readers (DataFusion, pyarrow, DuckDB)
+//! open `GRAPH/current/<table>/` as plain Parquet, and the file names sort in document-id order.
+//! Segments of documents that did not change are the previous version's files, hard-linked.
 //! A crash before the symlink swap leaves the previous version current. This is the only crate
 //! that touches Arrow, Parquet or DataFusion.
 
@@ -18,12 +21,12 @@ mod schema;
 mod sql;
 mod write;
 
-pub use parts::PartStore;
+pub use parts::{PartHead, PartStore};
 pub use read::{Parsed, read_edges, read_embeddings, read_judgments, read_parsed, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession};
 pub use write::{
-    EmbeddingModel, GraphWriter, Manifest, RunInfo, now_rfc3339, rfc3339, write_graph,
+    EmbeddingModel, GraphWriter, Manifest, RunInfo, ends_segment, now_rfc3339, rfc3339, write_graph,
 };
 
 use std::path::{Path, PathBuf};

@@ -13,12 +13,12 @@ use crate::read::embeddings_from;
 use crate::write::{embeddings_batch, sync_dir};
 use crate::{Result, StoreError, io_err};
 use bytes::Bytes;
-use ledger_core::{Document, Semantic};
+use ledger_core::{Document, Edge, Semantic};
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::{KeyValue, ParquetMetaDataReader};
+use parquet::file::metadata::{KeyValue, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,17 @@ const MODEL: &str = "ledger.model";
 const SUMMARIZER: &str = "ledger.summarizer";
 const DIM: &str = "ledger.dim";
 const RELATED: &str = "ledger.related";
+
+/// What the footer of a part holds ([`PartStore::read_head`]).
+#[derive(Debug, Clone)]
+pub struct PartHead {
+    /// The document.
+    pub doc: Document,
+    /// The RELATED edges found for it in the document stage.
+    pub related: Vec<Edge>,
+    /// How many embeddings the part holds.
+    pub embeddings: usize,
+}
 
 /// Where parts are kept.
 #[derive(Debug, Clone)]
@@ -186,7 +197,35 @@ impl PartStore {
     /// Reads the document of part `key` only, from the file's footer (its embeddings are not
     /// decoded; of a local part, only the footer is read).
     pub fn read_document(&self, key: &str) -> Result<Document> {
-        let (metadata, name) = match self {
+        let (metadata, name) = self.footer(key)?;
+        let meta = metadata.file_metadata().key_value_metadata();
+        Ok(serde_json::from_str(value(meta, DOCUMENT, &name)?)?)
+    }
+
+    /// Reads what the footer of part `key` holds: the document, its RELATED edges and how many
+    /// embeddings the part has (the vectors are not decoded).
+    pub fn read_head(&self, key: &str) -> Result<PartHead> {
+        let (metadata, name) = self.footer(key)?;
+        let meta = metadata.file_metadata().key_value_metadata();
+        Ok(PartHead {
+            doc: serde_json::from_str(value(meta, DOCUMENT, &name)?)?,
+            related: serde_json::from_str(value(meta, RELATED, &name)?)?,
+            embeddings: usize::try_from(metadata.file_metadata().num_rows()).unwrap_or(0),
+        })
+    }
+
+    /// Reads the embeddings of part `key` (with its model names and RELATED edges), leaving its
+    /// document undecoded.
+    pub fn read_semantic(&self, key: &str) -> Result<Semantic> {
+        let (bytes, name) = self.bytes(key)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
+        let metadata = builder.metadata().clone();
+        semantic_from(builder.build()?, &metadata, &name)
+    }
+
+    /// The footer of part `key`, with its name for messages.
+    fn footer(&self, key: &str) -> Result<(ParquetMetaData, PathBuf)> {
+        Ok(match self {
             PartStore::Local(dir) => {
                 let path = dir.join(format!("{key}.parquet"));
                 let file = std::fs::File::open(&path).map_err(io_err(&path))?;
@@ -196,9 +235,7 @@ impl PartStore {
                 let (bytes, name) = self.bytes(key)?;
                 (ParquetMetaDataReader::new().parse_and_finish(&bytes)?, name)
             }
-        };
-        let meta = metadata.file_metadata().key_value_metadata();
-        Ok(serde_json::from_str(value(meta, DOCUMENT, &name)?)?)
+        })
     }
 
     /// The bytes of part `key`, with its name for messages.
@@ -290,12 +327,23 @@ fn decode(bytes: Bytes, name: &Path) -> Result<(Document, Semantic)> {
     let metadata = builder.metadata().clone();
     let meta = metadata.file_metadata().key_value_metadata();
     let doc: Document = serde_json::from_str(value(meta, DOCUMENT, name)?)?;
-    let mut semantic = embeddings_from(builder.build()?)?;
+    let semantic = semantic_from(builder.build()?, &metadata, name)?;
+    Ok((doc, semantic))
+}
+
+/// A part's embeddings from its rows, with the model names and RELATED edges of its footer.
+fn semantic_from(
+    rows: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    metadata: &ParquetMetaData,
+    name: &Path,
+) -> Result<Semantic> {
+    let meta = metadata.file_metadata().key_value_metadata();
+    let mut semantic = embeddings_from(rows)?;
     semantic.model = value(meta, MODEL, name)?.to_string();
     semantic.summarizer = value(meta, SUMMARIZER, name)?.to_string();
     semantic.dim = value(meta, DIM, name)?.parse().unwrap_or(semantic.dim);
     semantic.related = serde_json::from_str(value(meta, RELATED, name)?)?;
-    Ok((doc, semantic))
+    Ok(semantic)
 }
 
 fn prune_folder(dir: &Path, keep: &HashSet<String>) {

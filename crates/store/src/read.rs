@@ -2,12 +2,14 @@
 //! the next run (summaries and vectors, DEPENDS judgments).
 
 use crate::{Result, StoreError, io_err};
+use arrow::array::RecordBatch;
 use arrow::array::{
     Array, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray, StringArray,
 };
+use arrow::error::ArrowError;
 use ledger_core::{Judgment, JudgmentOutcome, Semantic, UnitEmbedding};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn column<'a, T: 'static>(batch: &'a arrow::array::RecordBatch, name: &str) -> Result<&'a T> {
     batch
@@ -21,15 +23,12 @@ fn column<'a, T: 'static>(batch: &'a arrow::array::RecordBatch, name: &str) -> R
 
 /// The embeddings of the current version of a graph (RELATED edges are not loaded).
 pub fn read_embeddings(graph: &Path) -> Result<Semantic> {
-    let dir = crate::current_version(graph)?;
-    let path = dir.join("embeddings.parquet");
-    let file = std::fs::File::open(&path).map_err(io_err(&path))?;
-    embeddings_from(ParquetRecordBatchReaderBuilder::try_new(file)?.build()?)
+    embeddings_from(table(graph, "embeddings")?)
 }
 
 /// The rows of an embeddings table.
 pub(crate) fn embeddings_from(
-    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    reader: impl IntoIterator<Item = Result<RecordBatch, ArrowError>>,
 ) -> Result<Semantic> {
     let mut semantic = Semantic::default();
     for batch in reader {
@@ -71,12 +70,8 @@ pub(crate) fn embeddings_from(
 
 /// The judgments of the current version of a graph, with their document ids.
 pub fn read_judgments(graph: &Path) -> Result<Vec<(String, Judgment)>> {
-    let dir = crate::current_version(graph)?;
-    let path = dir.join("judgments.parquet");
-    let file = std::fs::File::open(&path).map_err(io_err(&path))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
     let mut out = Vec::new();
-    for batch in reader {
+    for batch in table(graph, "judgments")? {
         let batch = batch?;
         let (docs, units, judges, keys, status) = (
             column::<StringArray>(&batch, "doc_id")?,
@@ -127,14 +122,33 @@ pub fn read_judgments(graph: &Path) -> Result<Vec<(String, Judgment)>> {
     Ok(out)
 }
 
+/// The Parquet files of table `name` in a version folder, in order (their names sort in
+/// document-id order).
+pub(crate) fn table_files(version: &Path, name: &str) -> Result<Vec<PathBuf>> {
+    let dir = version.join(name);
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&dir).map_err(io_err(&dir))? {
+        let path = e.map_err(io_err(&dir))?.path();
+        if path.extension().is_some_and(|x| x == "parquet") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The batches of table `name` of the current version of `graph`, file after file.
 fn table(
     graph: &Path,
     name: &str,
-) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+) -> Result<impl Iterator<Item = Result<RecordBatch, ArrowError>>> {
     let dir = crate::current_version(graph)?;
-    let path = dir.join(format!("{name}.parquet"));
-    let file = std::fs::File::open(&path).map_err(io_err(&path))?;
-    Ok(ParquetRecordBatchReaderBuilder::try_new(file)?.build()?)
+    let mut readers = Vec::new();
+    for path in table_files(&dir, name)? {
+        let file = std::fs::File::open(&path).map_err(io_err(&path))?;
+        readers.push(ParquetRecordBatchReaderBuilder::try_new(file)?.build()?);
+    }
+    Ok(readers.into_iter().flatten())
 }
 
 fn opt(a: &StringArray, i: usize) -> Option<String> {

@@ -5,7 +5,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::sync::{Arc, LazyLock};
 
 /// Version of the table layout, stored in every graph's `manifest.json`.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The tables of a graph, in the order they are written.
 pub const TABLES: [&str; 10] = [
@@ -188,7 +188,9 @@ pub fn embeddings(dim: usize) -> SchemaRef {
 /// `judgments(doc_id, unit_id, judge, cache_key, status, candidates, verdicts, error, requests, prompt_tokens, completion_tokens, reused)`:
 /// one row per judged unit. `status` is `ok` or `failed`; `candidates` lists the candidate unit
 /// ids in order; `verdicts` is a JSON array aligned with them (`{"depends", "elements"}`),
-/// empty for a failed judgment, whose `error` says why.
+/// empty for a failed judgment, whose `error` says why. `reused`: the judgment came from an
+/// earlier run's cache when the document was last processed (a document whose part a run reuses
+/// whole keeps its rows as they were; the `runs` table counts what each run reused).
 pub static JUDGMENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         s("doc_id"),

@@ -68,12 +68,13 @@ impl SqlSession {
         let dir = crate::current_version(graph)?;
         let ctx = SessionContext::new();
         for table in TABLES {
-            let path = dir.join(format!("{table}.parquet"));
-            let path = path.to_str().ok_or_else(|| StoreError::NotAGraph {
+            // A folder of Parquet files (the trailing `/` makes it one for DataFusion).
+            let path = dir.join(table);
+            let url = path.to_str().ok_or_else(|| StoreError::NotAGraph {
                 path: path.clone(),
                 message: "path is not UTF-8".into(),
             })?;
-            ctx.register_parquet(table, path, ParquetReadOptions::default())
+            ctx.register_parquet(table, &format!("{url}/"), ParquetReadOptions::default())
                 .await?;
         }
         for (name, sql) in VIEWS {

@@ -65,6 +65,13 @@ pub struct Manifest {
     /// diagnostics), as the pipeline hashes it.
     #[serde(default)]
     pub corpus_key: String,
+    /// The segment files of every table but `runs`, in document-id order (`NNNNNN-<key>`:
+    /// `<table>/<name>.parquet`).
+    #[serde(default)]
+    pub segments: Vec<String>,
+    /// How many of them are the previous version's files, shared.
+    #[serde(default)]
+    pub shared_segments: usize,
 }
 
 impl Manifest {
@@ -389,7 +396,7 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Res
     let mut batches = Vec::new();
     let mut next_id = 1;
     if let Some(prev) = previous {
-        let path = prev.join("runs.parquet");
+        let path = segment_file(prev, "runs", "runs");
         if let Ok(f) = File::open(&path) {
             let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
                 .build()?;
@@ -523,7 +530,38 @@ impl TableWriter {
     }
 }
 
-/// The tables of a version, one writer each (`runs` is written at the end, whole).
+/// The tables with rows per document: a folder of segment files each (`runs` is one file).
+pub(crate) const DOCUMENT_TABLES: [&str; 9] = [
+    "documents",
+    "units",
+    "edges",
+    "mentions",
+    "labels",
+    "diagnostics",
+    "embeddings",
+    "judgments",
+    "inputs",
+];
+
+/// Documents per segment, on average ([`ends_segment`]).
+const SEGMENT_DOCUMENTS: u32 = 16;
+
+/// Whether the segment holding document `doc_id` ends with it. Decided by the id alone (a hash),
+/// so that adding, removing or changing a document moves no boundary between other documents:
+/// the segments of documents that did not change keep their keys, and their files are shared
+/// with the previous version ([`GraphWriter::begin_segment`]). About one id in
+/// [`SEGMENT_DOCUMENTS`] ends a segment.
+pub fn ends_segment(doc_id: &str) -> bool {
+    let hash = ledger_core::content_hash(doc_id.as_bytes());
+    u32::from_str_radix(&hash[..8], 16).is_ok_and(|h| h % SEGMENT_DOCUMENTS == 0)
+}
+
+/// The file of one segment of one table in a version folder.
+fn segment_file(version: &Path, table: &str, name: &str) -> PathBuf {
+    version.join(table).join(format!("{name}.parquet"))
+}
+
+/// One segment's file of every table with rows per document.
 struct Tables {
     documents: TableWriter,
     units: TableWriter,
@@ -534,6 +572,68 @@ struct Tables {
     embeddings: TableWriter,
     judgments: TableWriter,
     inputs: TableWriter,
+}
+
+impl Tables {
+    fn create(version: &Path, name: &str, dim: usize) -> Result<Tables> {
+        let table = |t: &str, schema: &SchemaRef| {
+            TableWriter::create(segment_file(version, t, name), schema.clone())
+        };
+        Ok(Tables {
+            documents: table("documents", &DOCUMENTS)?,
+            units: table("units", &UNITS)?,
+            edges: table("edges", &EDGES)?,
+            mentions: table("mentions", &MENTIONS)?,
+            labels: table("labels", &LABELS)?,
+            diagnostics: table("diagnostics", &DIAGNOSTICS)?,
+            embeddings: table("embeddings", &embeddings(dim.max(1)))?,
+            judgments: table("judgments", &JUDGMENTS)?,
+            inputs: table("inputs", &INPUTS)?,
+        })
+    }
+
+    fn add(
+        &mut self,
+        doc: &Document,
+        edges: &[Edge],
+        embedded: &[&UnitEmbedding],
+        model: &EmbeddingModel,
+    ) -> Result<()> {
+        let docs = [doc];
+        self.documents.push(documents_batch(&docs)?)?;
+        self.units.push(units_batch(&docs)?)?;
+        self.edges.push(edges_batch(edges)?)?;
+        self.mentions.push(mentions_batch(&docs)?)?;
+        self.labels.push(labels_batch(&docs)?)?;
+        self.diagnostics.push(diagnostics_batch(&docs, &[])?)?;
+        self.embeddings.push(embeddings_rows(embedded, model)?)?;
+        self.judgments.push(judgments_batch(&docs)?)?;
+        self.inputs.push(inputs_batch(&docs)?)?;
+        Ok(())
+    }
+
+    /// Closes every file; the rows of each, in [`DOCUMENT_TABLES`] order.
+    fn finish(self) -> Result<[usize; 9]> {
+        Ok([
+            self.documents.finish()?,
+            self.units.finish()?,
+            self.edges.finish()?,
+            self.mentions.finish()?,
+            self.labels.finish()?,
+            self.diagnostics.finish()?,
+            self.embeddings.finish()?,
+            self.judgments.finish()?,
+            self.inputs.finish()?,
+        ])
+    }
+}
+
+/// The segment being added to.
+enum Segment {
+    /// Its files are being written.
+    Written(Box<Tables>),
+    /// Its files are the previous version's (documents added to it are only counted).
+    Shared,
 }
 
 /// The counts of the `runs` row.
@@ -561,19 +661,28 @@ pub struct EmbeddingModel {
     pub dim: usize,
 }
 
-/// A new version of a graph, written one document at a time in document-id order: each table's
-/// rows go to its Parquet file in chunks, so that memory holds one document and a chunk per
-/// table, whatever the corpus. [`GraphWriter::finish`] adds the `runs` row and the manifest and
-/// makes the version current atomically; a writer dropped unfinished (an error, a panic) removes
-/// what it wrote, and the previous version stays current.
+/// A new version of a graph, written one document at a time in document-id order. Every table
+/// but `runs` is a folder of Parquet files, one per segment of consecutive documents
+/// ([`ends_segment`]); a segment whose key the previous version already holds shares its files
+/// (hard links), so that a run where one document changed writes one segment. Memory holds one
+/// document and a chunk per table, whatever the corpus. [`GraphWriter::finish`] adds the `runs`
+/// row and the manifest and makes the version current atomically; a writer dropped unfinished
+/// (an error, a panic) removes what it wrote, and the previous version stays current.
 pub struct GraphWriter {
     graph: PathBuf,
     versions: PathBuf,
     tmp: PathBuf,
     version: u64,
     previous: Option<PathBuf>,
+    /// Segment key → its file name in the previous version.
+    previous_segments: HashMap<String, String>,
     model: EmbeddingModel,
-    tables: Option<Tables>,
+    segment: Option<Segment>,
+    /// The file names of the segments begun, in order.
+    segments: Vec<String>,
+    /// Segments whose files were shared with the previous version.
+    shared: usize,
+    rows: BTreeMap<String, usize>,
     counts: Counts,
     last: Option<String>,
 }
@@ -594,47 +703,121 @@ impl GraphWriter {
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
         }
-        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+        for table in TABLES {
+            let dir = tmp.join(table);
+            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        }
+        let previous_segments = previous.as_deref().map(segments_in).unwrap_or_default();
         let mut writer = GraphWriter {
             graph: graph.to_path_buf(),
             versions,
             tmp,
             version,
             previous,
+            previous_segments,
             model,
-            tables: None,
+            segment: None,
+            segments: Vec::new(),
+            shared: 0,
+            rows: TABLES.iter().map(|t| (t.to_string(), 0)).collect(),
             counts: Counts::default(),
             last: None,
         };
-        let table = |name: &str, schema: &SchemaRef| {
-            TableWriter::create(writer.tmp.join(format!("{name}.parquet")), schema.clone())
-        };
-        let mut tables = Tables {
-            documents: table("documents", &DOCUMENTS)?,
-            units: table("units", &UNITS)?,
-            edges: table("edges", &EDGES)?,
-            mentions: table("mentions", &MENTIONS)?,
-            labels: table("labels", &LABELS)?,
-            diagnostics: table("diagnostics", &DIAGNOSTICS)?,
-            embeddings: table("embeddings", &embeddings(writer.model.dim.max(1)))?,
-            judgments: table("judgments", &JUDGMENTS)?,
-            inputs: table("inputs", &INPUTS)?,
-        };
-        tables
-            .diagnostics
-            .push(diagnostics_batch(&[], corpus_diagnostics)?)?;
+        let inputs = segment_file(&writer.tmp, "diagnostics", "000000-inputs");
+        write_parquet(&inputs, &diagnostics_batch(&[], corpus_diagnostics)?)?;
         writer.counts.diagnostics = corpus_diagnostics.len();
-        writer.tables = Some(tables);
+        *writer.rows.entry("diagnostics".into()).or_default() += corpus_diagnostics.len();
         Ok(writer)
     }
 
-    /// Adds a document with its embeddings and the RELATED edges that start from it. Documents
-    /// must come in increasing id order (the tables' order).
+    /// The file key of a segment whose content `key` decides (the caller's digest of what its
+    /// rows are made from), with what else decides the bytes: layout, LEDGER version, model.
+    fn file_key(&self, key: &str) -> String {
+        let m = &self.model;
+        let what = format!(
+            "{SCHEMA_VERSION}\n{}\n{}\n{}\n{}\n{key}",
+            env!("CARGO_PKG_VERSION"),
+            m.model,
+            m.summarizer,
+            m.dim
+        );
+        ledger_core::content_hash(what.as_bytes())[..32].to_string()
+    }
+
+    /// Ends the segment being added to (if any) and begins the next one, whose rows `key`
+    /// decides: a digest of everything its documents' rows are made from. When the previous
+    /// version holds a segment of that key, its files are shared (hard links, else copies) and
+    /// this returns true: the documents then added are counted, not written, and need no
+    /// embeddings. A previous file that cannot be read is not shared; the segment is written.
+    pub fn begin_segment(&mut self, key: &str) -> Result<bool> {
+        self.end_segment()?;
+        let key = self.file_key(key);
+        let name = format!("{:06}-{key}", self.segments.len() + 1);
+        self.segments.push(name.clone());
+        if let Some(previous) = self.previous_segments.get(&key) {
+            match self.share(previous, &name) {
+                Ok(rows) => {
+                    for (table, n) in DOCUMENT_TABLES.iter().zip(rows) {
+                        *self.rows.entry(table.to_string()).or_default() += n;
+                    }
+                    self.shared += 1;
+                    self.segment = Some(Segment::Shared);
+                    return Ok(true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, segment = %previous, "previous segment unreadable; writing it again");
+                    for table in DOCUMENT_TABLES {
+                        let _ = std::fs::remove_file(segment_file(&self.tmp, table, &name));
+                    }
+                }
+            }
+        }
+        let tables = Tables::create(&self.tmp, &name, self.model.dim)?;
+        self.segment = Some(Segment::Written(Box::new(tables)));
+        Ok(false)
+    }
+
+    /// Links (or copies) the previous version's files of segment `previous` as segment `name`;
+    /// their row counts, each file's footer read to check it.
+    fn share(&self, previous: &str, name: &str) -> Result<[usize; 9]> {
+        let Some(from_version) = self.previous.as_deref() else {
+            return Err(StoreError::NotAGraph {
+                path: self.graph.clone(),
+                message: "no previous version".into(),
+            });
+        };
+        let mut rows = [0; 9];
+        for (i, table) in DOCUMENT_TABLES.iter().enumerate() {
+            let from = segment_file(from_version, table, previous);
+            let to = segment_file(&self.tmp, table, name);
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).map_err(io_err(&from))?;
+            }
+            rows[i] = parquet_rows(&to)?;
+        }
+        Ok(rows)
+    }
+
+    /// Closes the files of the segment being added to.
+    fn end_segment(&mut self) -> Result<()> {
+        if let Some(Segment::Written(tables)) = self.segment.take() {
+            for (table, n) in DOCUMENT_TABLES.iter().zip(tables.finish()?) {
+                *self.rows.entry(table.to_string()).or_default() += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a document of the segment begun last, with its embeddings and the RELATED edges
+    /// that start from it (neither is needed in a shared segment). Documents must come in
+    /// increasing id order (the tables' order). `reused_whole`: this run reused the document's
+    /// part as it was (its judgments count as reused in the `runs` row).
     pub fn add(
         &mut self,
         doc: &Document,
         embedded: &[&UnitEmbedding],
         related: &[Edge],
+        reused_whole: bool,
     ) -> Result<()> {
         if self
             .last
@@ -647,14 +830,13 @@ impl GraphWriter {
             });
         }
         self.last = Some(doc.id.clone());
-        let Some(tables) = self.tables.as_mut() else {
+        let Some(segment) = self.segment.as_mut() else {
             return Err(StoreError::NotAGraph {
                 path: self.graph.clone(),
-                message: "version already finished".into(),
+                message: format!("document {} added before a segment was begun", doc.id),
             });
         };
-        let docs = [doc];
-        let edges = all_edges(&docs, related);
+        let edges = all_edges(&[doc], related);
         let c = &mut self.counts;
         c.documents += 1;
         c.units += doc.units.len();
@@ -667,48 +849,30 @@ impl GraphWriter {
             .count();
         c.diagnostics += doc.diagnostics.len();
         c.judgments += doc.judgments.len();
-        c.reused += doc.judgments.iter().filter(|j| j.reused).count();
+        c.reused += if reused_whole {
+            doc.judgments.len()
+        } else {
+            doc.judgments.iter().filter(|j| j.reused).count()
+        };
         c.failed += doc
             .judgments
             .iter()
             .filter(|j| matches!(j.outcome, ledger_core::JudgmentOutcome::Failed(_)))
             .count();
-        tables.documents.push(documents_batch(&docs)?)?;
-        tables.units.push(units_batch(&docs)?)?;
-        tables.edges.push(edges_batch(&edges)?)?;
-        tables.mentions.push(mentions_batch(&docs)?)?;
-        tables.labels.push(labels_batch(&docs)?)?;
-        tables.diagnostics.push(diagnostics_batch(&docs, &[])?)?;
-        tables
-            .embeddings
-            .push(embeddings_rows(embedded, &self.model)?)?;
-        tables.judgments.push(judgments_batch(&docs)?)?;
-        tables.inputs.push(inputs_batch(&docs)?)?;
+        if let Segment::Written(tables) = segment {
+            tables.add(doc, &edges, embedded, &self.model)?;
+        }
         Ok(())
     }
 
     /// Writes the `runs` row (after the previous version's rows) and the manifest, then makes
     /// the version current: rename into `versions/`, swap the `current` symlink, prune.
     pub fn finish(mut self, run: &RunInfo) -> Result<Manifest> {
-        let Some(tables) = self.tables.take() else {
-            return Err(StoreError::NotAGraph {
-                path: self.graph.clone(),
-                message: "version already finished".into(),
-            });
-        };
-        let mut rows = BTreeMap::new();
-        for (name, table) in [
-            ("documents", tables.documents),
-            ("units", tables.units),
-            ("edges", tables.edges),
-            ("mentions", tables.mentions),
-            ("labels", tables.labels),
-            ("diagnostics", tables.diagnostics),
-            ("embeddings", tables.embeddings),
-            ("judgments", tables.judgments),
-            ("inputs", tables.inputs),
-        ] {
-            rows.insert(name.to_string(), table.finish()?);
+        self.end_segment()?;
+        if self.segments.is_empty() {
+            // No documents: one empty file per table, so that every folder reads as a table.
+            self.begin_segment("no documents")?;
+            self.end_segment()?;
         }
         let c = &self.counts;
         let runs = runs_batch(
@@ -726,22 +890,27 @@ impl GraphWriter {
                 c.failed,
             ],
         )?;
-        write_parquet(&self.tmp.join("runs.parquet"), &runs)?;
-        rows.insert("runs".to_string(), runs.num_rows());
-        debug_assert_eq!(rows.len(), TABLES.len());
+        write_parquet(&segment_file(&self.tmp, "runs", "runs"), &runs)?;
+        self.rows.insert("runs".to_string(), runs.num_rows());
+        debug_assert_eq!(self.rows.len(), TABLES.len());
         let manifest = Manifest {
             schema_version: SCHEMA_VERSION,
             version: self.version,
             ledger_version: env!("CARGO_PKG_VERSION").into(),
             committed_at: now_rfc3339(),
-            rows,
+            rows: std::mem::take(&mut self.rows),
             parts: run.parts.clone(),
             corpus_key: run.corpus_key.clone(),
+            segments: std::mem::take(&mut self.segments),
+            shared_segments: self.shared,
         };
         write_synced(
             &self.tmp.join("manifest.json"),
             &serde_json::to_vec_pretty(&manifest)?,
         )?;
+        for table in TABLES {
+            sync_dir(&self.tmp.join(table))?;
+        }
         sync_dir(&self.tmp)?;
         let name = format!("{:06}", self.version);
         let final_dir = self.versions.join(&name);
@@ -757,9 +926,35 @@ impl GraphWriter {
         std::fs::rename(&link_tmp, &current).map_err(io_err(&current))?;
         sync_dir(graph)?;
         prune(&self.versions, self.previous.as_deref(), &final_dir);
-        tracing::info!(graph = %graph.display(), version = self.version, "committed graph version");
+        tracing::info!(graph = %graph.display(), version = self.version, shared = manifest.shared_segments, segments = manifest.segments.len(), "committed graph version");
         Ok(manifest)
     }
+}
+
+/// The segments of a version folder: file key → file name (from its `units` folder).
+fn segments_in(version: &Path) -> HashMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(version.join("units")) else {
+        return HashMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e
+                .file_name()
+                .to_str()?
+                .strip_suffix(".parquet")?
+                .to_string();
+            let key = name.split_once('-')?.1.to_string();
+            Some((key, name))
+        })
+        .collect()
+}
+
+/// The row count in a Parquet file's footer (reading the footer checks the file).
+fn parquet_rows(path: &Path) -> Result<usize> {
+    let file = File::open(path).map_err(io_err(path))?;
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file)?;
+    Ok(usize::try_from(metadata.file_metadata().num_rows()).unwrap_or(0))
 }
 
 impl Drop for GraphWriter {
@@ -772,7 +967,8 @@ impl Drop for GraphWriter {
 }
 
 /// Writes a new version of the graph at `graph` from documents in memory and makes it current,
-/// atomically (a [`GraphWriter`] fed every document in id order).
+/// atomically (a [`GraphWriter`] fed every document in id order; each segment keyed by the JSON
+/// of what its rows are made from).
 pub fn write_graph(
     graph: &Path,
     docs: &[Document],
@@ -803,13 +999,24 @@ pub fn write_graph(
             .push(e.clone());
     }
     let mut writer = GraphWriter::create(graph, model, corpus_diagnostics)?;
-    for doc in sorted {
-        let id = doc.id.as_str();
-        writer.add(
-            doc,
-            embedded.get(id).map_or(&[], Vec::as_slice),
-            related.get(id).map_or(&[], Vec::as_slice),
-        )?;
+    for segment in sorted.split_inclusive(|d| ends_segment(&d.id)) {
+        let mut key = Vec::new();
+        for doc in segment {
+            let id = doc.id.as_str();
+            serde_json::to_writer(&mut key, doc)?;
+            serde_json::to_writer(&mut key, &embedded.get(id))?;
+            serde_json::to_writer(&mut key, &related.get(id))?;
+        }
+        writer.begin_segment(&ledger_core::content_hash(&key))?;
+        for doc in segment {
+            let id = doc.id.as_str();
+            writer.add(
+                doc,
+                embedded.get(id).map_or(&[], Vec::as_slice),
+                related.get(id).map_or(&[], Vec::as_slice),
+                false,
+            )?;
+        }
     }
     writer.finish(run)
 }

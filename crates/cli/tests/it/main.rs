@@ -224,9 +224,9 @@ fn parquet_tables_read_as_they_are_in_pyarrow_and_duckdb() {
     let script = r#"
 import sys, pyarrow.parquet as pq, duckdb
 g = sys.argv[1] + "/current/"
-t = pq.read_table(g + "units.parquet")
-d = duckdb.sql(f"SELECT COUNT(*) FROM '{g}units.parquet'").fetchall()[0][0]
-e = duckdb.sql(f"SELECT COUNT(*) FROM '{g}edges.parquet' WHERE kind = 'REFERENCES'").fetchall()[0][0]
+t = pq.read_table(g + "units")
+d = duckdb.sql(f"SELECT COUNT(*) FROM '{g}units/*.parquet'").fetchall()[0][0]
+e = duckdb.sql(f"SELECT COUNT(*) FROM '{g}edges/*.parquet' WHERE kind = 'REFERENCES'").fetchall()[0][0]
 print(t.num_rows, d, e)
 "#;
     let o = Command::new("python3")

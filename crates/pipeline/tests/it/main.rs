@@ -135,7 +135,78 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
     assert_eq!(built.embedder, Some(EmbedderKind::Hash));
 }
 
-/// The documents of an index run, read back from their parts.
+/// The files of every table of a graph's current version but `runs`: (table/file, bytes).
+fn table_files(graph: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for table in ledger_store::TABLES.iter().filter(|t| **t != "runs") {
+        let dir = graph.join("current").join(table);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .expect("table folder")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            let bytes = std::fs::read(dir.join(&name)).expect("table file");
+            out.push((format!("{table}/{name}"), bytes));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_run_after_one_document_changed_writes_one_segment_and_equals_a_cold_run() {
+    let config = Config::defaults();
+    let stage = Stage::new(settings(&config)).expect("stage");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(&corpus).expect("mkdir");
+    // 48 manuals, each linking to the next one's heading: references across documents.
+    let page = |i: usize, extra: &str| {
+        format!(
+            "# Manual {i}\n\nThe cache of manual {i} keeps every build step.{extra}\n\n## Setup {i}\n\nSee [the next manual](doc-{:02}.md#manual-{}) and [setup](#setup-{i}).\n",
+            i + 1,
+            i + 1
+        )
+    };
+    for i in 0..48 {
+        std::fs::write(corpus.join(format!("doc-{i:02}.md")), page(i, "")).expect("write");
+    }
+    let graph = dir.path().join("graph");
+    run_index(&stage, &config, &corpus, &graph);
+    let manifest = |graph: &Path| {
+        ledger_store::Manifest::read(&graph.join("current").canonicalize().expect("current"))
+            .expect("manifest")
+    };
+    let first = manifest(&graph);
+    assert!(first.segments.len() >= 2, "{:?}", first.segments);
+    assert_eq!(first.shared_segments, 0);
+
+    std::fs::write(
+        corpus.join("doc-20.md"),
+        page(20, " It also keeps the test logs."),
+    )
+    .expect("edit");
+    let report = run_index(&stage, &config, &corpus, &graph);
+    assert_eq!((report.parsed, report.commit.version), (1, 2));
+    let second = manifest(&graph);
+    assert_eq!(second.segments.len(), first.segments.len());
+    assert_eq!(second.shared_segments, second.segments.len() - 1);
+
+    // The same tables as a cold run over the changed corpus, file for file, byte for byte.
+    let cold = dir.path().join("cold");
+    run_index(&stage, &config, &corpus, &cold);
+    assert_eq!(manifest(&cold).segments, second.segments);
+    let (warm, fresh) = (table_files(&graph), table_files(&cold));
+    assert_eq!(
+        warm.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        fresh.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    for ((name, a), (_, b)) in warm.iter().zip(&fresh) {
+        assert!(a == b, "{name} differs from the cold run's");
+    }
+}
+
 #[test]
 fn the_document_stage_finds_related_edges_in_document_scope_and_the_graph_takes_them_from_the_part()
 {
@@ -161,6 +232,7 @@ fn the_document_stage_finds_related_edges_in_document_scope_and_the_graph_takes_
     assert_eq!(report.related_edges, Some(in_graph.len()));
 }
 
+/// The documents of an index run, read back from their parts.
 fn documents(config: &Config, graph: &Path, report: &IndexReport) -> Vec<ledger_core::Document> {
     let parts = config.store.parts(graph).expect("part store");
     ledger_pipeline::corpus::read_documents(&parts, &report.parts).expect("documents")

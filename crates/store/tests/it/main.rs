@@ -30,6 +30,31 @@ fn run() -> RunInfo {
     }
 }
 
+/// The files of a table of the current version, in order, with their names and bytes.
+fn table_files(graph: &Path, table: &str) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(graph.join("current").join(table))
+        .expect("table folder")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().expect("name").to_string_lossy().into_owned();
+            (name, std::fs::read(&p).expect("table file"))
+        })
+        .collect()
+}
+
+/// All the bytes of a table of the current version, file after file.
+fn table_bytes(graph: &Path, table: &str) -> Vec<u8> {
+    table_files(graph, table)
+        .into_iter()
+        .flat_map(|(_, bytes)| bytes)
+        .collect()
+}
+
 async fn count(session: &SqlSession, sql: &str) -> i64 {
     let batches = session.query(sql).await.expect("query runs");
     let col = batches[0]
@@ -102,17 +127,18 @@ async fn commits_are_versioned_deterministic_and_atomic() {
     let dir = tempfile::tempdir().expect("tempdir");
     let docs = docs();
     write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("first write");
-    let v1 = std::fs::read(dir.path().join("current/units.parquet")).expect("v1 units");
+    let v1 = table_bytes(dir.path(), "units");
     // A crash mid-write leaves a temporary folder behind: readers still see version 1.
     let stray = dir.path().join("versions/.tmp-000002-4242");
     std::fs::create_dir_all(&stray).expect("stray");
-    std::fs::write(stray.join("units.parquet"), b"partial").expect("partial file");
+    std::fs::create_dir_all(stray.join("units")).expect("stray table");
+    std::fs::write(stray.join("units/000001-x.parquet"), b"partial").expect("partial file");
     let session = SqlSession::open(dir.path()).await.expect("open v1");
     assert!(count(&session, "SELECT COUNT(*) FROM units").await > 0);
     let m2 =
         write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("second write");
     assert_eq!(m2.version, 2);
-    let v2 = std::fs::read(dir.path().join("current/units.parquet")).expect("v2 units");
+    let v2 = table_bytes(dir.path(), "units");
     assert_eq!(v1, v2, "same input gives byte-identical Parquet");
     assert!(!stray.exists(), "the stray temporary folder is cleaned up");
     let session = SqlSession::open(dir.path()).await.expect("open v2");
@@ -378,19 +404,24 @@ fn a_writer_dropped_unfinished_leaves_the_previous_version_current() {
     let dir = tempfile::tempdir().expect("tempdir");
     let docs = docs();
     write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("write");
-    let before = std::fs::read(dir.path().join("current/units.parquet")).expect("units");
+    let before = table_bytes(dir.path(), "units");
     let mut writer =
         ledger_store::GraphWriter::create(dir.path(), Default::default(), &[]).expect("writer");
+    let err = writer
+        .add(&long_document("a", 10), &[], &[], false)
+        .expect_err("no segment begun");
+    assert!(err.to_string().contains("before a segment"), "{err}");
+    writer.begin_segment("b").expect("segment");
     writer
-        .add(&long_document("b", 10), &[], &[])
+        .add(&long_document("b", 10), &[], &[], false)
         .expect("first document");
     // Documents come in id order: an earlier id is refused.
     let err = writer
-        .add(&long_document("a", 10), &[], &[])
+        .add(&long_document("a", 10), &[], &[], false)
         .expect_err("out of order");
     assert!(err.to_string().contains("out of id order"), "{err}");
     drop(writer);
-    let after = std::fs::read(dir.path().join("current/units.parquet")).expect("units");
+    let after = table_bytes(dir.path(), "units");
     assert_eq!(before, after);
     let leftovers: Vec<String> = std::fs::read_dir(dir.path().join("versions"))
         .expect("ls")
@@ -401,5 +432,82 @@ fn a_writer_dropped_unfinished_leaves_the_previous_version_current() {
         leftovers,
         ["000001"],
         "nothing of the dropped version stays"
+    );
+}
+
+#[tokio::test]
+async fn a_version_shares_the_segments_of_documents_that_did_not_change() {
+    use std::os::unix::fs::MetadataExt;
+    // 64 documents: several segments (a segment ends at about one id in 16).
+    let mut docs: Vec<Document> = (0..64)
+        .map(|i| long_document(&format!("doc-{i:02}"), 20))
+        .collect();
+    let ends = docs
+        .iter()
+        .filter(|d| ledger_store::ends_segment(&d.id))
+        .count();
+    assert!(ends >= 2, "{ends} segment ends among 64 ids");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("v1");
+    assert_eq!(first.shared_segments, 0);
+    let inode = |graph: &Path, name: &str| {
+        std::fs::metadata(graph.join("current/units").join(format!("{name}.parquet")))
+            .expect("segment file")
+            .ino()
+    };
+    let v1_inodes: Vec<u64> = first
+        .segments
+        .iter()
+        .map(|n| inode(dir.path(), n))
+        .collect();
+    // One paragraph of one document changes: one segment is written, the others are shared.
+    docs[40].units[3].text = "Paragraph 3, rewritten.".into();
+    let second = write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("v2");
+    assert_eq!(second.segments.len(), first.segments.len());
+    assert_eq!(second.shared_segments, second.segments.len() - 1);
+    let changed: Vec<usize> = (0..second.segments.len())
+        .filter(|&i| inode(dir.path(), &second.segments[i]) != v1_inodes[i])
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    // The version equals one written from scratch: the same files, byte for byte.
+    let cold = tempfile::tempdir().expect("tempdir");
+    let fresh = write_graph(cold.path(), &docs, &[], &Default::default(), &run()).expect("cold");
+    assert_eq!(fresh.segments, second.segments);
+    let without_runs = |rows: &std::collections::BTreeMap<String, usize>| {
+        let mut rows = rows.clone();
+        rows.remove("runs");
+        rows
+    };
+    assert_eq!(without_runs(&fresh.rows), without_runs(&second.rows));
+    for table in ledger_store::TABLES.iter().filter(|t| **t != "runs") {
+        assert_eq!(
+            table_files(dir.path(), table),
+            table_files(cold.path(), table),
+            "{table}"
+        );
+    }
+    let session = SqlSession::open(dir.path()).await.expect("open");
+    assert_eq!(count(&session, "SELECT COUNT(*) FROM units").await, 64 * 21);
+    assert_eq!(
+        count(
+            &session,
+            "SELECT COUNT(*) FROM units WHERE text = 'Paragraph 3, rewritten.'"
+        )
+        .await,
+        1
+    );
+    // A previous segment file that cannot be read is written again, not shared.
+    let v2 = dir.path().join("current").canonicalize().expect("v2");
+    let victim = v2
+        .join("edges")
+        .join(format!("{}.parquet", second.segments[0]));
+    let bytes = std::fs::read(&victim).expect("edges file");
+    std::fs::remove_file(&victim).expect("unlink the shared file");
+    std::fs::write(&victim, &bytes[..bytes.len() / 2]).expect("truncate");
+    let third = write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("v3");
+    assert_eq!(third.shared_segments, third.segments.len() - 1);
+    assert_eq!(
+        table_files(dir.path(), "edges"),
+        table_files(cold.path(), "edges")
     );
 }
