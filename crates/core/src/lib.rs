@@ -528,6 +528,11 @@ pub struct Document {
     pub inputs: Vec<Input>,
     /// Other documents whose labels this one may name, as `(label prefix, path)` (LaTeX `\externaldocument`).
     pub externals: Vec<(String, String)>,
+    /// Verbatim-like environments the document defines (LaTeX `\newenvironment` around
+    /// `\verbatim`, `\DefineVerbatimEnvironment`, `\lstnewenvironment` …), sorted: their
+    /// content is code, not prose, wherever the document's files are read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verbatim_envs: Vec<String>,
     /// DEPENDS edges judged for this document (dependent → prerequisite), empty until judged.
     pub depends: Vec<Edge>,
     /// The DEPENDS judgments behind them, one per judged unit, empty until judged.

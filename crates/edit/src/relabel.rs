@@ -64,28 +64,16 @@ pub fn relabel(
                 .any(|u| u.labels.iter().any(|(l, _)| l == old))
         })
         .collect();
-    let owner = match owners.as_slice() {
-        [one] => *one,
-        [] => {
-            return Err(EditError::Invalid(format!(
-                "no \\label{{{old}}} in these documents"
-            )));
-        }
-        many => {
-            return Err(EditError::Invalid(format!(
-                "\\label{{{old}}} is defined in several documents: {}",
-                many.iter()
-                    .map(|d| d.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-    };
-    if owner
-        .units
-        .iter()
-        .any(|u| u.labels.iter().any(|(l, _)| l == new))
-    {
+    if owners.is_empty() {
+        return Err(EditError::Invalid(format!(
+            "no \\label{{{old}}} in these documents"
+        )));
+    }
+    if let Some(owner) = owners.iter().find(|d| {
+        d.units
+            .iter()
+            .any(|u| u.labels.iter().any(|(l, _)| l == new))
+    }) {
         return Err(EditError::Invalid(format!(
             "\\label{{{new}}} already exists in {}",
             owner.id
@@ -96,31 +84,50 @@ pub fn relabel(
             .get(path)
             .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))
     };
-    let mut out = Vec::new();
-    // The definition: `\label{old}` in the owner's files.
+    // The definition: `\label{old}` in the owners' files. Documents that include the same
+    // file (a blueprint's `print.tex` and `web.tex`) share one definition: one label.
     let definition = regex::Regex::new(&format!(r"\\label\s*\{{\s*({})\s*\}}", regex::escape(old)))
         .map_err(|e| EditError::Invalid(e.to_string()))?;
-    for f in &owner.files {
-        let path = PathBuf::from(f);
-        let text = text_of(&path)?;
-        for c in definition.captures_iter(text) {
-            if let Some(m) = c.get(1) {
-                out.push(Replacement {
-                    path: path.clone(),
-                    start: m.start(),
-                    end: m.end(),
-                    text: new.to_string(),
-                    moved_from: None,
-                });
+    let mut sites: Vec<Vec<Replacement>> = Vec::new();
+    for owner in &owners {
+        let mut found = Vec::new();
+        for f in &owner.files {
+            let path = PathBuf::from(f);
+            let text = text_of(&path)?;
+            for c in definition.captures_iter(text) {
+                if let Some(m) = c.get(1) {
+                    found.push(Replacement {
+                        path: path.clone(),
+                        start: m.start(),
+                        end: m.end(),
+                        text: new.to_string(),
+                        moved_from: None,
+                    });
+                }
             }
         }
+        found.sort();
+        found.dedup();
+        if found.is_empty() {
+            return Err(EditError::Invalid(format!(
+                "\\label{{{old}}} is known but not written literally in {} (made by a macro?)",
+                owner.id
+            )));
+        }
+        sites.push(found);
     }
-    if out.is_empty() {
+    if sites.windows(2).any(|w| w[0] != w[1]) {
         return Err(EditError::Invalid(format!(
-            "\\label{{{old}}} is known but not written literally in {} (made by a macro?)",
-            owner.id
+            "\\label{{{old}}} is defined in several documents, in different places: {}",
+            owners
+                .iter()
+                .map(|d| d.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
+    let owner_ids: Vec<&str> = owners.iter().map(|d| d.id.as_str()).collect();
+    let mut out = sites.swap_remove(0);
     // Every mention resolving to the owner's unit through key `old` (or `prefix + old`).
     for doc in docs {
         for m in &doc.mentions {
@@ -131,7 +138,7 @@ pub fn relabel(
                 continue;
             };
             let to_owner = match &m.resolution {
-                Resolution::Resolved { doc: d, .. } => d == &owner.id,
+                Resolution::Resolved { doc: d, .. } => owner_ids.contains(&d.as_str()),
                 _ => false,
             };
             if !to_owner {

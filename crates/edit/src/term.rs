@@ -166,7 +166,7 @@ pub fn rename_term(
                 .chain(text.match_indices('\n').map(|(i, _)| i + 1))
                 .collect();
             let line_of = |byte: usize| line_starts.partition_point(|&s| s <= byte);
-            for region in regions(format, file, text) {
+            for region in regions(format, file, text, &doc.verbatim_envs) {
                 let searched = region.kind == RegionKind::Prose || include.contains(&region.kind);
                 let slice = &text[region.start..region.end];
                 for m in any_case.find_iter(slice) {

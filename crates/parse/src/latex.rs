@@ -21,6 +21,59 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+/// What a document-defined verbatim-like environment is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum VerbatimKind {
+    /// Code or text shown verbatim: a listing unit.
+    Listing,
+    /// Text left out (the `comment` package): skipped, no unit.
+    Comment,
+}
+
+/// Where an environment begun before `from` and never closed ends: at the start of the line of
+/// the next sectioning command of level `level` or higher (`\part` -1 … `\subsubsection` 3),
+/// or of `\end{document}`, else at the end of `text`.
+fn recovery_point(text: &str, from: usize, level: i32) -> usize {
+    static RESUME: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?m)^[ \t]*\\(part|chapter|addchap|section|addsec|subsection|subsubsection)\b|^[ \t]*\\end\{document\}",
+        )
+        .expect("valid")
+    });
+    RESUME
+        .captures_iter(&text[from..])
+        .find(|c| {
+            let command_level = match c.get(1).map(|m| m.as_str()) {
+                None => i32::MIN,
+                Some("part") => -1,
+                Some("chapter" | "addchap") => 0,
+                Some("section" | "addsec") => 1,
+                Some("subsection") => 2,
+                Some(_) => 3,
+            };
+            command_level <= level
+        })
+        .and_then(|c| c.get(0))
+        .map_or(text.len(), |m| from + m.start())
+}
+
+/// The 1-based line of byte `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..at.min(text.len())]).count() + 1
+}
+
+/// Commands that start a verbatim-like environment inside another one's begin code.
+const VERBATIM_STARTS: [&str; 8] = [
+    "\\verbatim",
+    "\\Verbatim",
+    "\\BVerbatim",
+    "\\LVerbatim",
+    "\\VerbatimEnvironment",
+    "\\lstlisting",
+    "\\minted",
+    "\\comment",
+];
+
 /// Deepest `\input` nesting followed.
 const MAX_INCLUDE_DEPTH: usize = 32;
 
@@ -182,6 +235,11 @@ struct Latex {
     secnumdepth: i32,
     /// Theorem-like environments by name (`\newtheorem`, `\declaretheorem`, common names).
     theorems: HashMap<String, TheoremDef>,
+    /// Verbatim-like environments the document defines (`\newenvironment` around `\verbatim`,
+    /// fancyvrb's `\DefineVerbatimEnvironment`, `\lstnewenvironment`, `\newminted`,
+    /// `\newtcblisting`, comment's `\excludecomment`); `comment`-like ones are skipped without
+    /// a listing unit.
+    verbatim: HashMap<String, VerbatimKind>,
     /// User macros that wrap references, labels or `\newtheorem`, by name.
     macros: HashMap<String, Macro>,
     /// The open sections, outermost first: (level, unit).
@@ -263,6 +321,7 @@ impl Latex {
             bib_files: vec![],
             skipped: vec![],
             externals: vec![],
+            verbatim: HashMap::default(),
             subequation: None,
             footnote: None,
         }
@@ -519,15 +578,17 @@ impl Latex {
             | "newrobustcmd"
             | "renewrobustcmd" => self.newcommand(file, text, i, after_star),
             "def" | "gdef" | "edef" | "xdef" => self.def(file, text, i, j),
-            "newenvironment" | "renewenvironment" => {
-                // name, optional args, begin code, end code: none of it is prose.
-                let mut k = after_star;
-                k = arg(text, k).map_or(k, |a| a.1);
-                k = skip_opt(text, k);
-                k = skip_opt(text, k);
-                k = arg(text, k).map_or(k, |a| a.1);
-                arg(text, k).map_or(k, |a| a.1)
+            "newenvironment" | "renewenvironment" | "lstnewenvironment" => {
+                self.newenvironment(text, name, after_star)
             }
+            "usepackage" | "RequirePackage" if !self.in_body => self.usepackage(text, after_star),
+            "DefineVerbatimEnvironment"
+            | "newminted"
+            | "newtcblisting"
+            | "renewtcblisting"
+            | "DeclareTCBListing"
+            | "NewTCBListing"
+            | "excludecomment" => self.verbatim_definition(text, name, after_star),
             "bibitem" => self.bibitem(file, text, i, j),
             "tag" => {
                 if let Some((t, e)) = arg(text, after_star) {
@@ -899,6 +960,121 @@ impl Latex {
         }
     }
 
+    /// `\newenvironment{name}[n][default]{begin}{end}` (or `\renewenvironment`,
+    /// `\lstnewenvironment`) from `k`: none of it is prose. An environment whose begin code
+    /// starts a verbatim-like environment (`\verbatim`, `\Verbatim`, `\lstlisting`,
+    /// `\minted`, `\comment`, or fancyvrb's `\VerbatimEnvironment`), and every
+    /// `\lstnewenvironment`, is verbatim-like itself. Returns where scanning goes on.
+    fn newenvironment(&mut self, text: &str, command: &str, mut k: usize) -> usize {
+        let Some((name, after)) = arg(text, k) else {
+            return k;
+        };
+        k = skip_opt(text, skip_opt(text, after));
+        let begin = arg(text, k);
+        k = begin.as_ref().map_or(k, |a| a.1);
+        k = arg(text, k).map_or(k, |a| a.1);
+        let name = name.trim().trim_start_matches('\\').to_string();
+        let code = begin.map(|b| b.0).unwrap_or_default();
+        let verbatim = command == "lstnewenvironment"
+            || VERBATIM_STARTS.iter().any(|start| {
+                code.match_indices(start).any(|(at, _)| {
+                    !code[at + start.len()..].starts_with(|c: char| c.is_ascii_alphabetic())
+                })
+            });
+        if verbatim && !name.is_empty() {
+            let kind = if code.contains("\\comment") {
+                VerbatimKind::Comment
+            } else {
+                VerbatimKind::Listing
+            };
+            self.verbatim.insert(name, kind);
+        } else {
+            self.verbatim.remove(&name);
+        }
+        k
+    }
+
+    /// The other definitions of verbatim-like environments, from `k` after the command `name`:
+    /// `\DefineVerbatimEnvironment{name}{Verbatim}{options}`, `\newminted[name]{lang}{options}`
+    /// (`<lang>code` without a name), `\newtcblisting[init]{name}…`, `\excludecomment{name}`.
+    fn verbatim_definition(&mut self, text: &str, command: &str, k: usize) -> usize {
+        let (given, k) = opt(text, k);
+        let Some((first, after)) = arg(text, k) else {
+            return k;
+        };
+        let first = first.trim().to_string();
+        let (name, kind, rest) = match command {
+            "DefineVerbatimEnvironment" => (first, VerbatimKind::Listing, 2),
+            "newminted" => (
+                given.map_or_else(|| format!("{first}code"), |g| g.trim().to_string()),
+                VerbatimKind::Listing,
+                1,
+            ),
+            "excludecomment" => (first, VerbatimKind::Comment, 0),
+            // tcolorbox listings: [init]{name}[n][default]{options}
+            _ => (first, VerbatimKind::Listing, 1),
+        };
+        let mut k = skip_opt(text, skip_opt(text, after));
+        for _ in 0..rest {
+            k = arg(text, k).map_or(k, |a| a.1);
+        }
+        if !name.is_empty() {
+            self.verbatim.insert(name, kind);
+        }
+        k
+    }
+
+    /// `\usepackage[options]{a,b}[date]` from `k`: a package that is a `.sty` file beside the
+    /// main file (where LaTeX looks first) is read for the verbatim-like environments it
+    /// defines. Returns where scanning goes on.
+    fn usepackage(&mut self, text: &str, k: usize) -> usize {
+        let k = skip_opt(text, k);
+        let Some((names, end)) = arg(text, k) else {
+            return k;
+        };
+        for name in names.split(',').map(str::trim) {
+            if name.is_empty() || name.contains(['\\', '#', '/']) {
+                continue;
+            }
+            let path = self.dir.join(format!("{name}.sty"));
+            if self.b.inputs.is_file(&path)
+                && let Ok(sty) = self.b.inputs.read(&path)
+            {
+                self.verbatim_definitions_in(&sty);
+            }
+        }
+        skip_opt(text, end)
+    }
+
+    /// The verbatim-like environments a package's text defines.
+    fn verbatim_definitions_in(&mut self, text: &str) {
+        static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"\\(newenvironment|renewenvironment|lstnewenvironment|DefineVerbatimEnvironment|newminted|newtcblisting|renewtcblisting|DeclareTCBListing|NewTCBListing|excludecomment)\*?",
+            )
+            .expect("valid")
+        });
+        for m in DEFINITION.captures_iter(text) {
+            let (Some(all), Some(command)) = (m.get(0), m.get(1)) else {
+                continue;
+            };
+            if text[all.end()..].starts_with(|c: char| c.is_ascii_alphabetic()) {
+                continue;
+            }
+            let command = command.as_str();
+            if command.ends_with("environment") {
+                self.newenvironment(text, command, all.end());
+            } else {
+                self.verbatim_definition(text, command, all.end());
+            }
+        }
+    }
+
+    /// Whether environment `base` is verbatim-like: built in, or defined so by the document.
+    fn is_verbatim(&self, base: &str) -> bool {
+        verbatim_env(base) || self.verbatim.contains_key(base)
+    }
+
     /// `\begin{env}` at `i` (`j` after the command name): opens the environment, and its unit for
     /// theorem-likes, proofs, floats, display math, algorithms and listings; verbatim-like
     /// environments are skipped whole. Returns where scanning goes on.
@@ -924,7 +1100,7 @@ impl Latex {
             // Environments in the preamble hold no units.
             return after;
         }
-        if verbatim_env(base) {
+        if self.is_verbatim(base) {
             return self.begin_verbatim(file, text, i, &name, after);
         }
         let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
@@ -1048,17 +1224,28 @@ impl Latex {
         let end = match find_from(text, after, &close) {
             Some(k) => k + close.len(),
             None => {
+                // As LaTeX's own error recovery lets a reader see the rest: the environment ends
+                // before the next sectioning command of its section's level or higher, or
+                // `\end{document}`.
+                let level = self.sections.last().map_or(i32::MAX, |s| s.0);
+                let end = recovery_point(text, after, level);
+                let resumed = if end < text.len() {
+                    format!("; read on from line {}", line_of(text, end))
+                } else {
+                    String::new()
+                };
                 self.b.diag(
                     file,
                     i,
                     Severity::Error,
-                    format!("\\begin{{{name}}} is never closed"),
+                    format!("\\begin{{{name}}} is never closed{resumed}"),
                 );
-                text.len()
+                end
             }
         };
         self.skipped[file].push((after, end));
-        if base == "comment" || base == "filecontents" {
+        let comment = self.verbatim.get(base) == Some(&VerbatimKind::Comment);
+        if base == "comment" || base == "filecontents" || comment {
             return end;
         }
         let in_float = self.below().in_listing;
@@ -1954,6 +2141,9 @@ impl Latex {
         let skipped = std::mem::take(&mut self.skipped);
         self.b.prose_mentions(&skipped);
         self.b.doc.externals = std::mem::take(&mut self.externals);
+        let mut verbatim: Vec<String> = self.verbatim.keys().cloned().collect();
+        verbatim.sort();
+        self.b.doc.verbatim_envs = verbatim;
     }
 
     /// Entries of the `.bib` files named by `\bibliography` or `\addbibresource`, as

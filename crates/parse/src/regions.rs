@@ -67,7 +67,9 @@ pub struct Region {
 
 /// The regions of one source file, in order, adjacent regions of one kind merged. A `.bib`
 /// file is all [`RegionKind::Label`] (bibliography data is not the document's prose).
-pub fn regions(format: Format, path: &str, text: &str) -> Vec<Region> {
+/// `verbatim`: the verbatim-like environments its document defines
+/// ([`ledger_core::Document::verbatim_envs`]), code like the built-in ones.
+pub fn regions(format: Format, path: &str, text: &str, verbatim: &[String]) -> Vec<Region> {
     let raw = if path.ends_with(".bib") {
         vec![Region {
             start: 0,
@@ -76,7 +78,7 @@ pub fn regions(format: Format, path: &str, text: &str) -> Vec<Region> {
         }]
     } else {
         match format {
-            Format::Latex => latex(text),
+            Format::Latex => latex(text, verbatim),
             Format::Markdown | Format::MarkdownBook => markdown(text),
         }
     };
@@ -339,7 +341,9 @@ fn key_args(name: &str) -> usize {
     }
 }
 
-fn latex(text: &str) -> Vec<Region> {
+fn latex(text: &str, verbatim: &[String]) -> Vec<Region> {
+    let is_verbatim =
+        |env: &str| verbatim_env(env) || verbatim.iter().any(|v| v == env.trim_end_matches('*'));
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let push = |out: &mut Vec<Region>, start: usize, end: usize, kind: RegionKind| {
@@ -445,9 +449,9 @@ fn latex(text: &str) -> Vec<Region> {
                     let env = env.trim();
                     let base = env.trim_end_matches('*');
                     let close = format!("\\end{{{env}}}");
-                    if verbatim_env(env) || math_env(base).is_some() {
+                    if is_verbatim(env) || math_env(base).is_some() {
                         let end = end_of(after, &close).map_or(bytes.len(), |e| e + close.len());
-                        let kind = if verbatim_env(env) {
+                        let kind = if is_verbatim(env) {
                             RegionKind::Code
                         } else {
                             RegionKind::Math
@@ -551,7 +555,7 @@ mod tests {
     use super::*;
 
     fn kinds(format: Format, text: &str) -> Vec<(RegionKind, &str)> {
-        regions(format, "x", text)
+        regions(format, "x", text, &[])
             .into_iter()
             .map(|r| (r.kind, &text[r.start..r.end]))
             .collect()

@@ -296,7 +296,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
         let o = env.run(&input, &out, &[], workers);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(
-            stdout(&o).contains("5 jobs published, 0 documents unchanged, 0 dead"),
+            stdout(&o).contains("7 jobs published, 0 documents unchanged, 0 dead"),
             "{}",
             stdout(&o)
         );
@@ -310,7 +310,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     let o = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(120));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        stdout(&o).contains("0 jobs published, 5 documents unchanged"),
+        stdout(&o).contains("0 jobs published, 7 documents unchanged"),
         "{}",
         stdout(&o)
     );
@@ -328,7 +328,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     let o = env.run(&input, &out, &[], 1);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        stdout(&o).contains("1 jobs published, 4 documents unchanged"),
+        stdout(&o).contains("1 jobs published, 6 documents unchanged"),
         "{}",
         stdout(&o)
     );
@@ -337,7 +337,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
         sent >= 1 && sent * 10 < judged,
         "{sent} requests after a one-paragraph edit"
     );
-    assert_eq!(documents(&out), 5);
+    assert_eq!(documents(&out), 7);
     let _ = env.dead_letters();
 }
 
@@ -352,7 +352,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
     let coordinator = env.coordinator(&input, &out, &["--max-attempts", "2"]);
     // Once the jobs are published, one document changes under the workers' feet: its job can
     // never produce the part the coordinator expects.
-    env.wait_for_jobs(5);
+    env.wait_for_jobs(7);
     let poison = input.join("paper-equational-theories/main.tex");
     let text = std::fs::read_to_string(&poison).expect("read");
     std::fs::write(&poison, format!("{text}\n% edited\n")).expect("write");
@@ -362,7 +362,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
     assert_eq!(o.status.code(), Some(1), "a dead document fails the run");
     let report = stdout(&o);
     assert!(
-        report.contains("4 jobs published") || report.contains("5 jobs published"),
+        report.contains("6 jobs published") || report.contains("7 jobs published"),
         "{report}"
     );
     assert!(
@@ -371,7 +371,7 @@ fn a_poison_document_ends_in_the_dead_letter_queue() {
         "{report}"
     );
     // Every other document is in the graph; the poison one is in the dead-letter queue.
-    assert_eq!(documents(&out), 4);
+    assert_eq!(documents(&out), 6);
     let letters = env.dead_letters();
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(
@@ -494,17 +494,17 @@ fn a_second_coordinator_on_the_same_graph_stops() {
     let out = dir.path().join("graph");
     // The first coordinator publishes and waits: no worker yet.
     let first = env.coordinator(&input, &out, &[]);
-    env.wait_for_jobs(5);
+    env.wait_for_jobs(7);
     let second = wait(env.coordinator(&input, &out, &[]), Duration::from_secs(60));
     assert!(!second.status.success());
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("another coordinator is running"), "{err}");
-    assert_eq!(env.depth(), 5, "the second coordinator published nothing");
+    assert_eq!(env.depth(), 7, "the second coordinator published nothing");
     let w = env.worker();
     let o = wait(first, Duration::from_secs(300));
     terminate(w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(documents(&out), 5);
+    assert_eq!(documents(&out), 7);
     let _ = env.dead_letters();
 }
 
@@ -598,14 +598,14 @@ fn workers_write_parts_to_s3_compatible_storage() {
         !out.join("parts").exists(),
         "parts went to the bucket, not the graph folder"
     );
-    // The bucket holds the five parts, one per document.
+    // The bucket holds the seven parts, one per document.
     use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(("127.0.0.1", s3.1)).expect("connect");
     c.write_all(b"GET /ledger?list-type=2&prefix=parts/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .expect("list");
     let mut listing = String::new();
     let _ = c.read_to_string(&mut listing);
-    assert_eq!(listing.matches(".parquet</Key>").count(), 5, "{listing}");
+    assert_eq!(listing.matches(".parquet</Key>").count(), 7, "{listing}");
     let _ = env.dead_letters();
 }
 
@@ -696,8 +696,8 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("coordinator starts");
-    env.wait_for_jobs(5);
-    // Take the five jobs and send them back tampered with, as anyone with the broker's
+    env.wait_for_jobs(7);
+    // Take the seven jobs and send them back tampered with, as anyone with the broker's
     // credentials could.
     runtime().block_on(async {
         let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
@@ -707,7 +707,7 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
         while let Some(m) = b.get(&env.queue).await.expect("get") {
             jobs.push(serde_json::from_slice::<serde_json::Value>(&m).expect("a job"));
         }
-        assert_eq!(jobs.len(), 5);
+        assert_eq!(jobs.len(), 7);
         jobs.sort_by_key(|j| j["doc_id"].as_str().unwrap_or_default().to_string());
         jobs[0]["source"] = "/etc/hostname".into();
         jobs[1]["fingerprint"] = "0000".into();
@@ -758,6 +758,6 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
     }
     // Each was refused at once, not retried.
     assert!(letters.iter().all(|l| l.job.attempt == 0), "{reasons:?}");
-    // The fifth ran on the worker's own settings: nothing went to the endpoint the job named.
+    // The fifth (and the two untouched) ran on the worker's own settings: nothing went to the endpoint the job named.
     assert_eq!(attacker.hits(), 0);
 }

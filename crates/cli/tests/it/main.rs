@@ -85,8 +85,9 @@ fn index_then_sql_on_the_bundled_datasets() {
     let graph = dir.path().join("graph");
     let o = index(&graph);
     let summary = stdout(&o);
-    // Two LaTeX papers, two generated documents (LaTeX, Markdown) and the folder's README.md.
-    assert!(summary.contains("documents: 5"), "{summary}");
+    // Two LaTeX papers, two generated documents (LaTeX, Markdown), two LaTeX feature tests and
+    // the folder's README.md.
+    assert!(summary.contains("documents: 7"), "{summary}");
     assert!(summary.contains("REFERENCES"), "{summary}");
     let rows = sql(
         &graph,

@@ -322,3 +322,56 @@ fn renaming_a_term_across_the_cargo_book_changes_exactly_the_expected_occurrence
     assert!(found.left.iter().any(|l| l.reason == "code"));
     assert!(all.contains("[workspace]"));
 }
+
+#[test]
+fn a_label_in_a_file_two_documents_include_is_one_label() {
+    // The blueprint's print.tex and web.tex both include chapter/main.tex: two documents, one
+    // `\label` each time, at one place in one file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("carleson-blueprint");
+    copy_dir(&corpora().join("carleson-blueprint"), &root);
+    let docs = parse(&root);
+    assert_eq!(docs.len(), 2, "print.tex and web.tex");
+    let label = docs[0]
+        .mentions
+        .iter()
+        .find_map(|m| match (&m.key, &m.resolution) {
+            (TargetKey::Label(l), Resolution::Resolved { .. }) => Some(l.clone()),
+            _ => None,
+        })
+        .expect("a resolved reference");
+    let old_texts = texts(&docs);
+    let edits = relabel(&docs, &old_texts, &label, "renamed-label").expect("one label");
+    let definitions: Vec<_> = edits
+        .iter()
+        .filter(|e| old_texts[&e.path][..e.start].ends_with("\\label{"))
+        .collect();
+    assert_eq!(definitions.len(), 1, "{definitions:?}");
+    // Each referrer once, however many documents read its file.
+    let referrers: std::collections::BTreeSet<(PathBuf, usize)> = docs
+        .iter()
+        .flat_map(|d| {
+            d.mentions
+                .iter()
+                .filter(|m| matches!(&m.key, TargetKey::Label(l) if *l == label))
+                .map(move |m| (PathBuf::from(&d.files[m.file]), m.start_byte))
+        })
+        .collect();
+    assert_eq!(edits.len(), referrers.len() + 1);
+    // A label defined at two places of two files stays ambiguous.
+    let web = root.join("web.tex");
+    let text = std::fs::read_to_string(&web).expect("web.tex");
+    let with_own = text.replacen(
+        "\\begin{document}",
+        &format!("\\begin{{document}}\n\\section{{Own}}\\label{{{label}}}"),
+        1,
+    );
+    let mut writable = std::fs::metadata(&web).expect("web.tex").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    writable.set_readonly(false);
+    std::fs::set_permissions(&web, writable).expect("chmod");
+    std::fs::write(&web, with_own).expect("write");
+    let docs = parse(&root);
+    let err = relabel(&docs, &texts(&docs), &label, "renamed-label").expect_err("two labels");
+    assert!(err.to_string().contains("in different places"), "{err}");
+}

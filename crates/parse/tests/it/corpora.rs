@@ -166,7 +166,7 @@ fn hott_double_brace_cref_is_broken() {
 }
 
 /// `\newlabel{key}{{number}{page}…}` lines of an `.aux` file.
-fn aux_numbers(path: &Path) -> BTreeMap<String, String> {
+pub(crate) fn aux_numbers(path: &Path) -> BTreeMap<String, String> {
     let re = Regex::new(r"^\\newlabel\{([^}]*)\}\{\{(.*?)\}\{").expect("valid");
     let cmd = Regex::new(r"\\[A-Za-z@]+ *|[{}]").expect("valid");
     let text = String::from_utf8_lossy(&std::fs::read(path).expect("aux file")).into_owned();

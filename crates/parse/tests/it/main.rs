@@ -5,6 +5,7 @@ mod corpora;
 mod features;
 mod pathological;
 mod props;
+mod real_world;
 mod tokens;
 
 use std::path::PathBuf;
