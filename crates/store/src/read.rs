@@ -2,9 +2,9 @@
 //! the next run (summaries and vectors, DEPENDS judgments).
 
 use crate::{Result, StoreError, io_err};
-use arrow::array::RecordBatch;
 use arrow::array::{
-    Array, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray, StringArray,
+    Array, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray, RecordBatch,
+    StringArray,
 };
 use arrow::error::ArrowError;
 use ledger_core::{Judgment, JudgmentOutcome, Semantic, UnitEmbedding};
@@ -124,7 +124,7 @@ pub fn read_judgments(graph: &Path) -> Result<Vec<(String, Judgment)>> {
 
 /// The Parquet files of table `name` in a version folder, in order (their names sort in
 /// document-id order).
-pub(crate) fn table_files(version: &Path, name: &str) -> Result<Vec<PathBuf>> {
+fn table_files(version: &Path, name: &str) -> Result<Vec<PathBuf>> {
     let dir = version.join(name);
     let mut files = Vec::new();
     for e in std::fs::read_dir(&dir).map_err(io_err(&dir))? {
