@@ -530,18 +530,12 @@ impl TableWriter {
     }
 }
 
-/// The tables with rows per document: a folder of segment files each (`runs` is one file).
-pub(crate) const DOCUMENT_TABLES: [&str; 9] = [
-    "documents",
-    "units",
-    "edges",
-    "mentions",
-    "labels",
-    "diagnostics",
-    "embeddings",
-    "judgments",
-    "inputs",
-];
+/// The tables with rows per document: a folder of segment files each. [`TABLES`] but `runs`,
+/// its last (one file, written whole at the end).
+const DOCUMENT_TABLES: &[&str] = match TABLES.split_last() {
+    Some((_, rest)) => rest,
+    None => &[],
+};
 
 /// Documents per segment, on average ([`ends_segment`]).
 const SEGMENT_DOCUMENTS: u32 = 16;
@@ -779,21 +773,21 @@ impl GraphWriter {
 
     /// Links (or copies) the previous version's files of segment `previous` as segment `name`;
     /// their row counts, each file's footer read to check it.
-    fn share(&self, previous: &str, name: &str) -> Result<[usize; 9]> {
+    fn share(&self, previous: &str, name: &str) -> Result<Vec<usize>> {
         let Some(from_version) = self.previous.as_deref() else {
             return Err(StoreError::NotAGraph {
                 path: self.graph.clone(),
                 message: "no previous version".into(),
             });
         };
-        let mut rows = [0; 9];
-        for (i, table) in DOCUMENT_TABLES.iter().enumerate() {
+        let mut rows = Vec::with_capacity(DOCUMENT_TABLES.len());
+        for table in DOCUMENT_TABLES {
             let from = segment_file(from_version, table, previous);
             let to = segment_file(&self.tmp, table, name);
             if std::fs::hard_link(&from, &to).is_err() {
                 std::fs::copy(&from, &to).map_err(io_err(&from))?;
             }
-            rows[i] = parquet_rows(&to)?;
+            rows.push(parquet_rows(&to)?);
         }
         Ok(rows)
     }

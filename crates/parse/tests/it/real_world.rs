@@ -7,6 +7,15 @@ use ledger_core::{Format, Resolution, Severity, UnitKind};
 use ledger_parse::regions::{RegionKind, regions};
 use std::collections::BTreeMap;
 
+/// Every label of `doc` with the number it prints ("" when none).
+fn printed_numbers(doc: &ledger_core::Document) -> BTreeMap<String, String> {
+    doc.units
+        .iter()
+        .flat_map(|u| u.labels.iter())
+        .map(|(l, n)| (l.clone(), n.clone().unwrap_or_default()))
+        .collect()
+}
+
 #[test]
 fn user_defined_verbatim_environments_are_read_verbatim() {
     let dir = datasets().join("latex-features/verbatim-envs");
@@ -22,12 +31,7 @@ fn user_defined_verbatim_environments_are_read_verbatim() {
     assert!(errors.is_empty(), "{errors:?}");
     // Exactly LaTeX's labels and numbers: none of the commands inside the environments counts,
     // and the `\end{document}` inside one does not end the document.
-    let ours: BTreeMap<String, String> = doc
-        .units
-        .iter()
-        .flat_map(|u| u.labels.iter())
-        .map(|(l, n)| (l.clone(), n.clone().unwrap_or_default()))
-        .collect();
+    let ours = printed_numbers(doc);
     assert_eq!(ours, aux_numbers(&dir.join("main.aux")));
     // Every reference outside them resolves; those inside are not references.
     let texts: Vec<&str> = doc.mentions.iter().map(|m| m.text.as_str()).collect();
@@ -71,12 +75,7 @@ fn a_verbatim_environment_defined_in_a_package_beside_the_document_is_read_verba
         "{:?}",
         doc.diagnostics
     );
-    let ours: BTreeMap<String, String> = doc
-        .units
-        .iter()
-        .flat_map(|u| u.labels.iter())
-        .map(|(l, n)| (l.clone(), n.clone().unwrap_or_default()))
-        .collect();
+    let ours = printed_numbers(doc);
     assert_eq!(ours, aux_numbers(&dir.join("main.aux")));
     assert_eq!(doc.mentions.len(), 2);
     assert!(
@@ -116,12 +115,7 @@ fn an_unclosed_verbatim_environment_does_not_swallow_the_rest_of_the_document() 
         unclosed,
         ["\\begin{lstlisting} is never closed; read on from line 8"]
     );
-    let ours: BTreeMap<String, String> = doc
-        .units
-        .iter()
-        .flat_map(|u| u.labels.iter())
-        .map(|(l, n)| (l.clone(), n.clone().unwrap_or_default()))
-        .collect();
+    let ours = printed_numbers(doc);
     let expected: BTreeMap<String, String> = [
         ("sec:one", "1"),
         ("sec:code", "1.1"),
