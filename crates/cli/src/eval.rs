@@ -1,10 +1,10 @@
 //! `ledger eval`: the evaluation (`ledger-eval`) with the ordinary pipeline; `ledger eval
-//! generate`: one generated document with its ground truth.
+//! generate`: one generated document with its ground truth; `ledger eval latex`: references and
+//! printed numbers against the `.aux` files LaTeX wrote.
 
 use crate::PipelineArgs;
 use crate::progress::Bar;
 use anyhow::{Context, Result, bail};
-use clap::Subcommand;
 use ledger_eval::run::{Options, Tracks};
 use ledger_eval::setup::Pipeline;
 use ledger_pipeline::Stage;
@@ -51,9 +51,9 @@ pub struct EvalArgs {
     pub tune: bool,
 }
 
-/// `ledger eval generate`.
-#[derive(Subcommand)]
-pub enum Generate {
+/// `ledger eval generate`, `ledger eval latex`.
+#[derive(clap::Subcommand)]
+pub enum Subcommand {
     /// Writes one generated document with its ground truth: `OUT/NAME/main.tex` (or `main.md`)
     /// and `OUT/NAME/gold.json` (units, gold REFERENCES/DEPENDS/RELATED pairs as unit indices,
     /// edit cases).
@@ -73,6 +73,21 @@ pub enum Generate {
         /// `latex` or `markdown`.
         #[arg(long, default_value = "latex", value_parser = ["latex", "markdown"])]
         format: String,
+    },
+    /// References and printed numbers against the `.aux` pdflatex wrote, on the bundled LaTeX
+    /// documents (`datasets/latex-features`, `datasets/ground-truth`) and, when found, the shared
+    /// corpora those `.aux` files belong to: per document and in total, the share of references
+    /// LEDGER resolves to the labelled unit and the share of labels whose number equals LaTeX's.
+    Latex {
+        /// The bundled datasets folder.
+        #[arg(long, default_value = "datasets")]
+        datasets: PathBuf,
+        /// The shared corpora (documents of `datasets/ground-truth` not bundled).
+        #[arg(long, env = "LEDGER_CORPORA", default_value = "../shared/corpora")]
+        corpora: PathBuf,
+        /// Print every miss (default: the first few per document).
+        #[arg(long)]
+        misses: bool,
     },
 }
 
@@ -117,29 +132,40 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `ledger eval generate` or `ledger eval latex`.
+pub fn subcommand(which: Subcommand) -> Result<ExitCode> {
+    match which {
+        Subcommand::Generate {
+            out,
+            name,
+            tokens,
+            seed,
+            format,
+        } => generate(out, &name, tokens, seed, &format),
+        Subcommand::Latex {
+            datasets,
+            corpora,
+            misses,
+        } => latex(&datasets, &corpora, misses),
+    }
+}
+
 /// `ledger eval generate`.
-pub fn generate(which: Generate) -> Result<ExitCode> {
-    let Generate::Generate {
-        out,
-        name,
-        tokens,
-        seed,
-        format,
-    } = which;
+fn generate(out: PathBuf, name: &str, tokens: usize, seed: u64, format: &str) -> Result<ExitCode> {
     let format = if format == "markdown" {
         ledger_core::Format::Markdown
     } else {
         ledger_core::Format::Latex
     };
     let g = ledger_eval::generate(
-        &name,
+        name,
         ledger_eval::Spec {
             seed,
             tokens,
             format,
         },
     );
-    let dir = out.join(&name);
+    let dir = out.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let file = g.file_name();
     std::fs::write(dir.join(file), &g.source)?;
@@ -156,5 +182,65 @@ pub fn generate(which: Generate) -> Result<ExitCode> {
         g.related.len(),
         g.cases.len()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ledger eval latex`: a table of both ratios per document and in total.
+fn latex(
+    datasets: &std::path::Path,
+    corpora: &std::path::Path,
+    all_misses: bool,
+) -> Result<ExitCode> {
+    let corpora = corpora.is_dir().then_some(corpora);
+    let cases = ledger_eval::latex::bundled_cases(datasets, corpora);
+    if cases.is_empty() {
+        bail!(
+            "no LaTeX document with an .aux under {} (run from the repository's root or pass --datasets)",
+            datasets.display()
+        );
+    }
+    let rows = ledger_eval::latex::run(&cases)?;
+    let ratio = |a: usize, b: usize| {
+        if b == 0 {
+            "–".to_string()
+        } else {
+            format!("{:.3}", a as f64 / b as f64)
+        }
+    };
+    println!("| document | references resolved | ratio | numbers equal to LaTeX's | ratio |");
+    println!("|---|---:|---:|---:|---:|");
+    let (mut refs, mut resolved, mut labels, mut equal) = (0, 0, 0, 0);
+    for r in &rows {
+        println!(
+            "| {} | {}/{} | {} | {}/{} | {} |",
+            r.name,
+            r.resolved,
+            r.references,
+            ratio(r.resolved, r.references),
+            r.numbers_equal,
+            r.labels,
+            ratio(r.numbers_equal, r.labels)
+        );
+        refs += r.references;
+        resolved += r.resolved;
+        labels += r.labels;
+        equal += r.numbers_equal;
+    }
+    println!(
+        "| **all {} documents** | {resolved}/{refs} | {} | {equal}/{labels} | {} |",
+        rows.len(),
+        ratio(resolved, refs),
+        ratio(equal, labels)
+    );
+    for r in rows.iter().filter(|r| !r.misses.is_empty()) {
+        let shown = if all_misses { r.misses.len() } else { 5 };
+        println!("\n{}:", r.name);
+        for m in r.misses.iter().take(shown) {
+            println!("  {m}");
+        }
+        if r.misses.len() > shown {
+            println!("  … {} more (--misses)", r.misses.len() - shown);
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

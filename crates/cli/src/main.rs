@@ -247,7 +247,7 @@ enum Command {
     #[command(args_conflicts_with_subcommands = true)]
     Eval {
         #[command(subcommand)]
-        which: Option<eval::Generate>,
+        which: Option<eval::Subcommand>,
         #[command(flatten)]
         args: eval::EvalArgs,
     },
@@ -503,7 +503,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Eval {
             which: Some(which), ..
-        } => eval::generate(which),
+        } => eval::subcommand(which),
         Command::Eval { which: None, args } => eval::run(args, &config),
         Command::Bench { which } => bench::run(which, &config).map(|()| ExitCode::SUCCESS),
     }

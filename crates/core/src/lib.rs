@@ -533,6 +533,12 @@ pub struct Document {
     /// content is code, not prose, wherever the document's files are read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verbatim_envs: Vec<String>,
+    /// Files not read as plain UTF-8, as `(file index, encoding)`: the encoding they declare or
+    /// inherit (`windows-1252` for `\usepackage[latin1]{inputenc}`), or `UTF-8` for a UTF-8 file
+    /// with invalid bytes. Byte offsets are always the file's own; edits write these files back
+    /// in their encoding (and refuse to write one whose bytes did not decode).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub encodings: Vec<(usize, String)>,
     /// DEPENDS edges judged for this document (dependent → prerequisite), empty until judged.
     pub depends: Vec<Edge>,
     /// The DEPENDS judgments behind them, one per judged unit, empty until judged.

@@ -13,6 +13,7 @@ mod structure;
 mod term;
 mod verify;
 
+use ledger_parse::encoding::Encoding;
 pub use plan::{
     Checked, RenamePlan, Shadow, Sources, StructuralPlan, Written, check, parse_inputs,
     plan_relabel, plan_rename_term, plan_structural, undo_last, undo_root, write_checked,
@@ -135,6 +136,49 @@ struct Saved {
     path: PathBuf,
     old: String,
     new: String,
+    /// The encoding the file is written in, when not UTF-8 (`windows-1252`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    encoding: Option<String>,
+}
+
+impl Saved {
+    fn encoding(&self) -> Result<Encoding> {
+        match &self.encoding {
+            None => Ok(Encoding::UTF8),
+            Some(name) => Encoding::from_name(name).ok_or_else(|| {
+                EditError::Invalid(format!(
+                    "{}: unknown encoding `{name}` in the undo record",
+                    self.path.display()
+                ))
+            }),
+        }
+    }
+}
+
+/// `text` in the encoding `path` is written in, or an error naming the first character it
+/// cannot hold.
+pub(crate) fn encode(path: &Path, encoding: Encoding, text: &str) -> Result<Vec<u8>> {
+    encoding.encode(text).map_err(|c| {
+        EditError::Invalid(format!(
+            "{}: the edit writes `{c}`, which {} (the file's encoding) cannot hold; nothing written",
+            path.display(),
+            encoding.name()
+        ))
+    })
+}
+
+/// The text of `path` now, decoded; an error when it holds bytes its encoding does not define
+/// (writing it back would change them).
+fn read_exact(path: &Path, encoding: Encoding) -> Result<String> {
+    let decoded = ledger_parse::encoding::read(path, encoding).map_err(io(path))?;
+    if !decoded.lossless() {
+        return Err(EditError::Invalid(format!(
+            "{}: holds bytes that are not valid {}; fix them before editing this file, nothing written",
+            path.display(),
+            encoding.name()
+        )));
+    }
+    Ok(decoded.text)
 }
 
 /// The edit root of the undo records under `undo_root`: the folder holding it, canonical.
@@ -167,14 +211,22 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     f.sync_all().map_err(io(path))
 }
 
-/// Writes `changes` (path → (old text, new text)) atomically, after checking that every file
-/// still holds its old text and lies inside the edit root (the folder holding `undo_root`);
-/// saves the old texts in a new undo record under `undo_root` and returns the record's folder.
-pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -> Result<PathBuf> {
+/// Writes `changes` (path → (old text, new text)) atomically, each file in its encoding
+/// (`encodings`; UTF-8 for a file not named), after checking that every file still holds its
+/// old text and lies inside the edit root (the folder holding `undo_root`); saves the old texts
+/// in a new undo record under `undo_root` and returns the record's folder.
+pub fn commit(
+    changes: &BTreeMap<PathBuf, (String, String)>,
+    encodings: &BTreeMap<PathBuf, Encoding>,
+    undo_root: &Path,
+) -> Result<PathBuf> {
     let root = edit_root(undo_root)?;
     let mut saved = Vec::with_capacity(changes.len());
+    let mut bytes = Vec::with_capacity(changes.len());
     for (path, (old, new)) in changes {
-        let now = std::fs::read_to_string(path).map_err(io(path))?;
+        let encoding = encodings.get(path).copied().unwrap_or(Encoding::UTF8);
+        let now = read_exact(path, encoding)?;
+        bytes.push(encode(path, encoding, new)?);
         if &now != old {
             return Err(EditError::Changed(path.clone()));
         }
@@ -191,6 +243,7 @@ pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -
                 path: full.strip_prefix(&root).unwrap_or(&full).to_path_buf(),
                 old: old.clone(),
                 new: new.clone(),
+                encoding: (encoding != Encoding::UTF8).then(|| encoding.name().to_string()),
             },
         ));
     }
@@ -210,8 +263,8 @@ pub fn commit(changes: &BTreeMap<PathBuf, (String, String)>, undo_root: &Path) -
         name.push(format!(".ledger-tmp-{}", std::process::id()));
         p.with_file_name(name)
     };
-    for (path, s) in &saved {
-        if let Err(e) = write_synced(&tmp(path), s.new.as_bytes()) {
+    for ((path, _), new) in saved.iter().zip(&bytes) {
+        if let Err(e) = write_synced(&tmp(path), new) {
             for (path, _) in &saved {
                 let _ = std::fs::remove_file(tmp(path));
             }
@@ -270,23 +323,24 @@ pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
                 root.display()
             ))
         })?;
-        let now = std::fs::read_to_string(&path).map_err(io(&path))?;
+        let encoding = s.encoding()?;
+        let now = read_exact(&path, encoding)?;
         if now != s.old && now != s.new {
             return Err(EditError::Changed(path));
         }
-        files.push(path);
+        files.push((path, encode(&s.path, encoding, &s.old)?));
     }
     let mut restored = Vec::new();
-    for (s, path) in saved.iter().zip(&files) {
+    for (path, old) in &files {
         let mut name = path.file_name().unwrap_or_default().to_os_string();
         name.push(".ledger-undo-tmp");
         let t = path.with_file_name(name);
-        write_synced(&t, s.old.as_bytes())?;
+        write_synced(&t, old)?;
         std::fs::rename(&t, path).map_err(io(path))?;
         restored.push(path.clone());
     }
     // New texts a crashed commit left aside.
-    for path in &files {
+    for (path, _) in &files {
         if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
             let prefix = format!("{}.ledger-tmp-", name.to_string_lossy());
             for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -6,6 +6,7 @@
 
 use crate::{EditError, Finding, FindingKind, Op, Replacement, Result, io};
 use ledger_core::{Document, Severity};
+use ledger_parse::encoding::Encoding;
 use ledger_parse::regions::RegionKind;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -32,6 +33,9 @@ pub fn parse_inputs(paths: &[PathBuf]) -> Result<Vec<Document>> {
         .map(|s| ledger_parse::parse(s, None))
         .collect();
     ledger_parse::resolve_corpus(&mut docs);
+    // Edits slice the decoded text of every file.
+    docs.iter_mut()
+        .for_each(ledger_parse::encoding::offsets_into_text);
     Ok(docs)
 }
 
@@ -55,8 +59,10 @@ pub struct Sources {
     pub paths: Vec<PathBuf>,
     /// The documents, cross-document references resolved.
     pub docs: Vec<Document>,
-    /// Every file of every document, as read.
+    /// Every file of every document, as read (decoded: see `encodings`).
     pub texts: BTreeMap<PathBuf, String>,
+    /// The files not in UTF-8 and the encoding each is read and written in.
+    pub encodings: BTreeMap<PathBuf, Encoding>,
 }
 
 impl Sources {
@@ -64,16 +70,29 @@ impl Sources {
     pub fn read(paths: &[PathBuf]) -> Result<Sources> {
         let docs = parse_inputs(paths)?;
         let mut texts = BTreeMap::new();
-        for f in docs.iter().flat_map(|d| &d.files) {
-            let path = PathBuf::from(f);
-            let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-            texts.insert(path, text);
+        let mut encodings = BTreeMap::new();
+        for d in &docs {
+            for (k, f) in d.files.iter().enumerate() {
+                let path = PathBuf::from(f);
+                let encoding = ledger_parse::encoding::of_file(d, k);
+                let decoded = ledger_parse::encoding::read(&path, encoding).map_err(io(&path))?;
+                if encoding != Encoding::UTF8 {
+                    encodings.insert(path.clone(), encoding);
+                }
+                texts.insert(path, decoded.text);
+            }
         }
         Ok(Sources {
             paths: paths.to_vec(),
             docs,
             texts,
+            encodings,
         })
+    }
+
+    /// The encoding `path` is written in (UTF-8 unless it declared another).
+    pub fn encoding(&self, path: &Path) -> Encoding {
+        self.encodings.get(path).copied().unwrap_or(Encoding::UTF8)
     }
 }
 
@@ -154,7 +173,8 @@ impl Shadow {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(io(parent))?;
             }
-            std::fs::write(&target, text).map_err(io(&target))?;
+            let bytes = crate::encode(path, sources.encoding(path), text)?;
+            std::fs::write(&target, bytes).map_err(io(&target))?;
         }
         let docs = parse_inputs(&shadow_inputs)?;
         Ok(Shadow { _dir: dir, docs })
@@ -163,9 +183,10 @@ impl Shadow {
     /// Verifies the edit that produced this copy against the sources it was made from.
     pub fn verify(&self, sources: &Sources, stages: &[Vec<Replacement>]) -> Vec<Finding> {
         let read = |d: &Document, file: usize| {
-            d.files
-                .get(file)
-                .and_then(|f| std::fs::read_to_string(f).ok())
+            let path = Path::new(d.files.get(file)?);
+            ledger_parse::encoding::read(path, ledger_parse::encoding::of_file(d, file))
+                .ok()
+                .map(|decoded| decoded.text)
         };
         crate::verify(&sources.docs, &sources.texts, &self.docs, &read, stages)
     }
@@ -290,7 +311,7 @@ pub fn write_checked(
             (p, (old, new))
         })
         .collect();
-    let record = crate::commit(&changes, &undo_root(&sources.paths)?)?;
+    let record = crate::commit(&changes, &sources.encodings, &undo_root(&sources.paths)?)?;
     Ok(Written::Committed(record))
 }
 

@@ -14,6 +14,7 @@ pub mod check;
 pub mod error;
 pub mod generate;
 pub mod history;
+pub mod latex;
 pub mod metrics;
 pub mod run;
 pub mod setup;

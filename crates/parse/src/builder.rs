@@ -15,6 +15,8 @@ pub(crate) struct Builder {
     pub texts: Vec<std::sync::Arc<String>>,
     /// Byte offset of every line start, by file index.
     line_starts: Vec<Vec<usize>>,
+    /// For files not in plain UTF-8, how text offsets map to the file's bytes, by file index.
+    decoded: Vec<Option<crate::encoding::Decoded>>,
     /// Per file, the last column computed: (line, byte, column). Mentions come mostly in byte
     /// order, so a column is counted from the previous one on the same line, not from the
     /// line's start (a long line with many mentions stays linear).
@@ -62,6 +64,7 @@ impl Builder {
             },
             texts: vec![],
             line_starts: vec![],
+            decoded: vec![],
             last_col: vec![],
             hasher: blake3::Hasher::new(),
             inputs: crate::inputs::Recorder::confined_to(input_root),
@@ -71,7 +74,7 @@ impl Builder {
     }
 
     /// Registers a file's text; returns its index.
-    pub fn add_file(&mut self, path: &str, text: String) -> usize {
+    fn add_file(&mut self, path: &str, text: String) -> usize {
         self.hasher.update(path.as_bytes());
         self.hasher.update(&[0]);
         self.hasher.update(text.as_bytes());
@@ -82,7 +85,70 @@ impl Builder {
         self.line_starts.push(starts);
         self.last_col.push(None);
         self.texts.push(std::sync::Arc::new(text));
+        self.decoded.push(None);
         self.texts.len() - 1
+    }
+
+    /// Registers a file read from disk (see [`read_source`]): a file not in plain UTF-8 keeps
+    /// how its offsets map to its bytes, and every byte its encoding does not define is a
+    /// warning at its line (the first few of each file). Returns its index.
+    pub fn add_source(&mut self, path: &str, source: Source) -> usize {
+        let Source {
+            decoded, unknown, ..
+        } = source;
+        let plain = decoded.identical() && decoded.encoding == crate::encoding::Encoding::UTF8;
+        let invalid = decoded.invalid.clone();
+        let encoding = decoded.encoding;
+        let (text, decoded) = if plain {
+            (decoded.into_text(), None)
+        } else {
+            let mut d = decoded;
+            (std::mem::take(&mut d.text), Some(d))
+        };
+        let text_len = text.len() as u64;
+        let file = self.add_file(path, text);
+        if !plain {
+            let file_len = decoded.as_ref().map_or(text_len, |d| d.file_len() as u64);
+            self.doc.bytes = self.doc.bytes - text_len + file_len;
+            self.doc.encodings.push((file, encoding.name().to_string()));
+            self.decoded[file] = decoded;
+        }
+        if let Some(name) = unknown {
+            self.diag(
+                file,
+                0,
+                Severity::Warning,
+                format!(
+                    "input encoding `{name}` is not one LEDGER decodes; read as windows-1252 (every byte kept)"
+                ),
+            );
+        }
+        const SHOWN: usize = 5;
+        for &at in invalid.iter().take(SHOWN) {
+            self.diag(
+                file,
+                at,
+                Severity::Warning,
+                format!(
+                    "invalid {} here; read as U+FFFD (edits will not write this file)",
+                    encoding.name()
+                ),
+            );
+        }
+        if invalid.len() > SHOWN {
+            let last = invalid[invalid.len() - 1];
+            self.diag(
+                file,
+                last,
+                Severity::Warning,
+                format!(
+                    "invalid {} in {} more places, the last here",
+                    encoding.name(),
+                    invalid.len() - SHOWN
+                ),
+            );
+        }
+        file
     }
 
     /// Adds a unit; returns its index.
@@ -257,10 +323,31 @@ impl Builder {
             }
             u.content_hash = h.finalize().to_hex().to_string();
         }
+        self.offsets_into_files();
         self.doc.content_hash = self.hasher.finalize().to_hex().to_string();
         self.doc.inputs = self.inputs.into_inputs();
         crate::resolve::resolve_local(&mut self.doc);
         self.doc
+    }
+
+    /// Offsets of units and mentions in files not in plain UTF-8 become offsets into the
+    /// files' own bytes (everything sliced from the text has been by now).
+    fn offsets_into_files(&mut self) {
+        if self.decoded.iter().all(Option::is_none) {
+            return;
+        }
+        let map = |file: usize, at: usize| match self.decoded.get(file) {
+            Some(Some(d)) => d.file_offset(at),
+            _ => at,
+        };
+        for u in &mut self.doc.units {
+            u.start_byte = map(u.file, u.start_byte);
+            u.end_byte = map(u.file, u.end_byte);
+        }
+        for m in &mut self.doc.mentions {
+            m.start_byte = map(m.file, m.start_byte);
+            m.end_byte = map(m.file, m.end_byte);
+        }
     }
 
     fn assign_ids(&mut self) {
@@ -427,8 +514,8 @@ pub(crate) fn own_ranges(units: &[Unit], file: usize) -> Vec<(usize, usize, usiz
     out
 }
 
-/// Reads a file as UTF-8 text, or explains why it cannot be parsed.
-pub(crate) fn read_text(path: &std::path::Path) -> Result<String, String> {
+/// A source file's bytes, or why it cannot be parsed (not a regular file, too large, binary).
+pub(crate) fn read_bytes(path: &std::path::Path) -> Result<Vec<u8>, String> {
     const MAX: u64 = 256 * 1024 * 1024;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     // A FIFO or device would block the read or never end.
@@ -445,12 +532,46 @@ pub(crate) fn read_text(path: &std::path::Path) -> Result<String, String> {
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Err("binary file (NUL bytes); skipped".into());
     }
-    match String::from_utf8(bytes) {
-        Ok(s) => Ok(s),
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-            Err(format!("invalid UTF-8 at line {line} (byte {at})"))
-        }
+    Ok(bytes)
+}
+
+/// A file's text as the parser reads it, and what reading it found.
+pub(crate) struct Source {
+    /// The text and how its offsets map to the file's bytes.
+    pub decoded: crate::encoding::Decoded,
+    /// The encoding the file itself declares (`inputenc`), if it does.
+    pub declared: Option<crate::encoding::Encoding>,
+    /// An `inputenc` option LEDGER does not read (the file was read as windows-1252, which
+    /// keeps every byte).
+    pub unknown: Option<String>,
+}
+
+/// How the encoding of a file is decided.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Reading {
+    /// UTF-8 (Markdown, SUMMARY.md).
+    Utf8,
+    /// A LaTeX file: the encoding it declares (`inputenc`), else the one of the file that
+    /// included it, else UTF-8.
+    Latex(Option<crate::encoding::Encoding>),
+}
+
+/// Decodes a file's bytes as `reading` says.
+pub(crate) fn read_source(bytes: &[u8], reading: Reading) -> Source {
+    use crate::encoding::Encoding;
+    let inherited = match reading {
+        Reading::Utf8 => None,
+        Reading::Latex(inherited) => Some(inherited),
+    };
+    let (declared, unknown) = match inherited.and_then(|_| crate::encoding::declared(bytes)) {
+        Some(Ok(e)) => (Some(e), None),
+        Some(Err(name)) => (Encoding::from_inputenc("latin1"), Some(name)),
+        None => (None, None),
+    };
+    let encoding = declared.or(inherited.flatten()).unwrap_or(Encoding::UTF8);
+    Source {
+        decoded: encoding.decode(bytes),
+        declared,
+        unknown,
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct Counters {
     aliases: HashMap<String, String>,
     /// `\renewcommand{\thesection}{S\arabic{section}}`: the printed form as a template.
     templates: HashMap<String, String>,
+    /// `\p@subsection`: what `\ref` prints before `\thesubsection` (REVTeX: `\thesection`).
+    ref_prefixes: HashMap<String, String>,
 }
 
 impl Counters {
@@ -71,6 +73,12 @@ impl Counters {
         }
     }
 
+    /// `\p@name`: what a reference to the counter prints before its `\the…` form.
+    pub fn set_ref_prefix(&mut self, name: &str, template: &str) {
+        self.ref_prefixes
+            .insert(name.to_string(), template.to_string());
+    }
+
     /// Formats a counter value like `\arabic`, `\roman`, `\alph` (`style` is the command name).
     pub fn format(&self, value: i64, style: &str) -> String {
         match style {
@@ -108,9 +116,12 @@ impl Counters {
         }
     }
 
-    /// Changes the counter that resets `name` (`\numberwithin`, `\counterwithin`; `None` for `\counterwithout`).
+    /// Changes the counter that resets `name` and prints before it (`\numberwithin`,
+    /// `\counterwithin`; `None` for `\counterwithout`); a template the class gave it is dropped,
+    /// as those commands redefine `\the…`.
     pub fn set_within(&mut self, name: &str, within: Option<&str>) {
         let key = self.canonical(name).to_string();
+        self.templates.remove(&key);
         if let Some(c) = self.counters.get_mut(&key) {
             c.within = within.map(Into::into);
         } else {
@@ -171,6 +182,16 @@ impl Counters {
     /// `\thename`: the printed form, prefixed by the printed form of the counter it is numbered within.
     pub fn the(&self, name: &str) -> String {
         self.the_inner(self.canonical(name), 0)
+    }
+
+    /// What `\ref` prints for a label set after the counter stepped: `\p@name\thename`.
+    pub fn reference(&self, name: &str) -> String {
+        let key = self.canonical(name);
+        let the = self.the_inner(key, 0);
+        match self.ref_prefixes.get(key) {
+            Some(p) => format!("{}{the}", self.expand(p, 1)),
+            None => the,
+        }
     }
 
     fn the_inner(&self, name: &str, depth: usize) -> String {

@@ -64,19 +64,24 @@ impl Recorder {
         });
     }
 
-    /// Reads `path` as text (see [`crate::builder::read_text`]) and records its bytes' hash; a
-    /// file that could not be read as text is recorded by its raw bytes, or as absent.
-    pub(crate) fn read(&mut self, path: &Path) -> Result<String, String> {
+    /// Reads `path` as text in the encoding `reading` decides (see
+    /// [`crate::builder::read_source`]) and records its bytes' hash; a file that could not be
+    /// read is recorded by its raw bytes, or as absent.
+    pub(crate) fn read(
+        &mut self,
+        path: &Path,
+        reading: crate::builder::Reading,
+    ) -> Result<crate::builder::Source, String> {
         if let Some(why) = self.refused(path) {
             return Err(why);
         }
-        let text = crate::builder::read_text(path);
-        let seen = match &text {
-            Ok(t) => Seen::Read(ledger_core::content_hash(t.as_bytes())),
+        let bytes = crate::builder::read_bytes(path);
+        let seen = match &bytes {
+            Ok(b) => Seen::Read(ledger_core::content_hash(b)),
             Err(_) => observe_file(path),
         };
         self.note(path, seen);
-        text
+        Ok(crate::builder::read_source(&bytes?, reading))
     }
 
     /// Whether `path` is a file, recorded. A path outside the root counts as one, unobserved, so

@@ -6,10 +6,11 @@
 //! aliases) and the reference commands, including user macros that wrap them.
 //! Everything it cannot follow becomes a diagnostic, never an error.
 
+mod classes;
 pub(crate) mod lex;
 
-use crate::builder::Builder;
-use crate::counters::{Counters, Style};
+use crate::builder::{Builder, Reading};
+use crate::counters::Counters;
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
 use lex::{
     arg, capitalise, clean_title, find_from, is_cite, key_arg, keyvals, math_env, non_text_args,
@@ -194,9 +195,10 @@ pub(crate) fn parse(
     tokenizer: Option<&crate::tokens::Tokenizer>,
 ) -> ledger_core::Document {
     let mut p = Latex::new(main, doc_id, root);
-    match p.b.inputs.read(main) {
-        Ok(text) => {
-            let file = p.b.add_file(&main.display().to_string(), text);
+    match p.b.inputs.read(main, Reading::Latex(None)) {
+        Ok(source) => {
+            p.encoding = source.declared;
+            let file = p.b.add_source(&main.display().to_string(), source);
             let standalone = !p.b.texts[file].contains("\\begin{document}");
             p.in_body = standalone;
             p.include_stack.push(canonical(main));
@@ -268,6 +270,16 @@ struct Latex {
     subequation: Option<(String, u32)>,
     /// Inside a `\footnote{…}` argument: where it ends and the footnote's number.
     footnote: Option<(usize, usize, String)>,
+    /// The document class's numbering, when LEDGER knows the class.
+    class: Option<&'static classes::Class>,
+    /// The encoding the main file declares (`inputenc`): the one its included files are read in.
+    encoding: Option<crate::encoding::Encoding>,
+    /// `\label`s given to the open `subequations` itself, with its number, for the first display
+    /// inside it: (label, number, file, byte).
+    subequation_labels: Vec<(String, String, usize, usize)>,
+    /// The number of the last numbered sectioning command: what a label in an unnumbered unit
+    /// prints.
+    section_label: Option<String>,
 }
 
 impl Latex {
@@ -324,6 +336,10 @@ impl Latex {
             verbatim: HashMap::default(),
             subequation: None,
             footnote: None,
+            class: None,
+            encoding: None,
+            subequation_labels: vec![],
+            section_label: None,
         }
     }
 
@@ -532,7 +548,8 @@ impl Latex {
                     after_star
                 }
             }
-            "appendix" => {
+            // IEEEtran's `\appendices` (several appendices) letters sections like `\appendix`.
+            "appendix" | "appendices" => {
                 self.appendix();
                 j
             }
@@ -733,24 +750,9 @@ impl Latex {
     fn preamble_command(&mut self, text: &str, name: &str, j: usize) -> usize {
         match name {
             "documentclass" => {
-                let o = skip_opt(text, j);
+                let (options, o) = opt(text, j);
                 if let Some((cls, e)) = arg(text, o) {
-                    let cls = cls.trim();
-                    if matches!(
-                        cls,
-                        "book"
-                            | "report"
-                            | "scrbook"
-                            | "scrreprt"
-                            | "memoir"
-                            | "amsbook"
-                            | "tufte-book"
-                            | "ctexbook"
-                    ) {
-                        self.with_chapters = true;
-                        self.counters = Counters::for_class(true);
-                        self.secnumdepth = 2;
-                    }
+                    self.apply_class(cls.trim(), options.as_deref().unwrap_or(""));
                     return e;
                 }
                 j
@@ -854,7 +856,8 @@ impl Latex {
         );
         if numbered {
             self.counters.step(env);
-            let number = self.counters.the(env);
+            let number = self.counters.reference(env);
+            self.section_label = Some(number.clone());
             self.b.doc.units[unit].numbers = vec![number.clone()];
             self.b.doc.units[unit].number = Some(number);
         }
@@ -917,7 +920,22 @@ impl Latex {
         })
     }
 
-    /// `\appendix`: chapters (or sections) restart and print as letters.
+    /// Whether a `\tag` comes before `\end{name}` (from `after`, within 64 KB, so that many
+    /// unclosed displays stay linear): a starred display with one is numbered by it.
+    fn tags_before_end(&self, text: &str, after: usize, name: &str) -> bool {
+        let mut limit = (after + 64 * 1024).min(text.len());
+        while !text.is_char_boundary(limit) {
+            limit -= 1;
+        }
+        let window = &text[after..limit];
+        let end = window
+            .find(&format!("\\end{{{name}}}"))
+            .unwrap_or(window.len());
+        window[..end].contains("\\tag")
+    }
+
+    /// `\appendix`: chapters (or sections) restart and print as letters; the class may change
+    /// more (REVTeX numbers equations `A1`).
     fn appendix(&mut self) {
         let top = if self.with_chapters {
             "chapter"
@@ -925,8 +943,60 @@ impl Latex {
             "section"
         };
         self.counters.set_value(top, 0);
-        self.counters.set_style(top, Style::Alph);
+        self.counters.set_template(top, &format!("\\Alph{{{top}}}"));
         self.numbered_chapters = true;
+        // Where sections are not numbered (REVTeX for PRL) the class's appendix numbering of
+        // equations and subsections does not apply either.
+        if let Some(class) = self.class.filter(|_| self.secnumdepth >= 1) {
+            for (counter, within) in class.appendix_within {
+                self.counters.set_within(counter, *within);
+            }
+            for (counter, template) in class.appendix_templates {
+                self.counters.set_template(counter, template);
+            }
+        }
+    }
+
+    /// `\documentclass[options]{class}`: the numbering the class decides (see [`classes`]).
+    fn apply_class(&mut self, class: &str, options: &str) {
+        let known = classes::lookup(class);
+        self.class = known;
+        let Some(c) = known else {
+            return;
+        };
+        if c.chapters {
+            self.with_chapters = true;
+            self.counters = Counters::for_class(true);
+        }
+        let options: Vec<&str> = options.split(',').map(str::trim).collect();
+        self.secnumdepth = classes::secnumdepth(c, &options);
+        for (counter, within) in c.within {
+            self.counters.set_within(counter, *within);
+        }
+        for (counter, template) in c.templates {
+            self.counters.set_template(counter, template);
+        }
+        for (counter, prefix) in c.ref_prefixes {
+            self.counters.set_ref_prefix(counter, prefix);
+        }
+        for &theorem in c.theorems {
+            let (env, display, shared, within) = if classes::is_springer(c) {
+                classes::springer_theorem(&options, theorem)
+            } else {
+                theorem
+            };
+            let counter = shared.unwrap_or(env);
+            if shared.is_none() {
+                self.counters.define(env, within);
+            }
+            self.theorems.insert(
+                env.to_string(),
+                TheoremDef {
+                    display: display.into(),
+                    counter: Some(counter.into()),
+                },
+            );
+        }
     }
 
     /// Closes a unit at a position (sections and environments spanning files end at their file's end).
@@ -1038,9 +1108,9 @@ impl Latex {
             }
             let path = self.dir.join(format!("{name}.sty"));
             if self.b.inputs.is_file(&path)
-                && let Ok(sty) = self.b.inputs.read(&path)
+                && let Ok(sty) = self.b.inputs.read(&path, Reading::Latex(self.encoding))
             {
-                self.verbatim_definitions_in(&sty);
+                self.verbatim_definitions_in(&sty.decoded.text);
             }
         }
         skip_opt(text, end)
@@ -1145,8 +1215,8 @@ impl Latex {
             if starred && !numbered_env {
                 return after;
             }
-            if starred {
-                // Unnumbered display (unless \tag): stays in the paragraph's text.
+            // An unnumbered display stays in the paragraph's text, unless a `\tag` numbers it.
+            if starred && !self.tags_before_end(text, after, &name) {
                 self.mark_text(file, i);
                 return after;
             }
@@ -1155,6 +1225,10 @@ impl Latex {
             let unit = self
                 .b
                 .unit(UnitKind::Equation, base, 0, parent, file, i, after);
+            // A `\label` given to the `subequations` around it names this display.
+            for (l, number, f, at) in std::mem::take(&mut self.subequation_labels) {
+                self.b.add_label(unit, &l, Some(number), f, at);
+            }
             let after = if base == "alignat" {
                 arg(text, after).map_or(after, |a| a.1)
             } else {
@@ -1180,7 +1254,7 @@ impl Latex {
         }
         if base == "subequations" {
             self.counters.step("equation");
-            self.subequation = Some((self.counters.the("equation"), 0));
+            self.subequation = Some((self.counters.reference("equation"), 0));
             self.push_env(OpenEnv::new(name, None, file, i));
             return after;
         }
@@ -1263,7 +1337,7 @@ impl Latex {
                 let kv = keyvals(&opts);
                 if let Some(c) = kv.get("caption") {
                     self.counters.step("lstlisting");
-                    let number = self.counters.the("lstlisting");
+                    let number = self.counters.reference("lstlisting");
                     let u = &mut self.b.doc.units[unit];
                     u.title = Some(clean_title(c));
                     u.numbers = vec![number.clone()];
@@ -1308,7 +1382,7 @@ impl Latex {
         let (title, end) = opt(text, after);
         if let (Some(counter), false) = (&def.counter, starred) {
             self.counters.step(counter);
-            let number = self.counters.the(counter);
+            let number = self.counters.reference(counter);
             let u = &mut self.b.doc.units[unit];
             u.numbers = vec![number.clone()];
             u.number = Some(number);
@@ -1369,6 +1443,10 @@ impl Latex {
         let mut env = self.envs.pop().expect("pos is in the stack");
         if name == "subequations" {
             self.subequation = None;
+            let unit = self.container();
+            for (l, number, f, at) in std::mem::take(&mut self.subequation_labels) {
+                self.b.add_label(unit, &l, Some(number), f, at);
+            }
         }
         if let Some(unit) = env.unit {
             if let Some(math) = env.math.as_mut() {
@@ -1484,10 +1562,10 @@ impl Latex {
             );
             return end;
         }
-        match self.b.inputs.read(&path) {
+        match self.b.inputs.read(&path, Reading::Latex(self.encoding)) {
             Ok(t) => {
                 self.close_paragraph();
-                let f = self.b.add_file(&path.display().to_string(), t);
+                let f = self.b.add_source(&path.display().to_string(), t);
                 self.include_stack.push(canon);
                 self.scan(f);
                 self.include_stack.pop();
@@ -1557,6 +1635,13 @@ impl Latex {
             math.line.labels.push((l, i));
             return;
         }
+        if let (Some(env), Some((number, _))) = (self.envs.last(), &self.subequation)
+            && env.name == "subequations"
+        {
+            let number = number.clone();
+            self.subequation_labels.push((l, number, file, i));
+            return;
+        }
         let unit = self.container();
         if unit == 0 {
             self.b.diag(
@@ -1566,7 +1651,12 @@ impl Latex {
                 format!("\\label{{{l}}} before the first numbered unit names the document"),
             );
         }
-        let number = self.b.doc.units[unit].number.clone();
+        // An unnumbered unit's label prints what LaTeX's `\@currentlabel` holds there: the
+        // number of the last numbered sectioning command (environments restore it when they end).
+        let number = self.b.doc.units[unit]
+            .number
+            .clone()
+            .or_else(|| self.section_label.clone());
         self.b.add_label(unit, &l, number, file, i);
     }
 
@@ -1609,7 +1699,7 @@ impl Latex {
         let counter = counter.or(self.envs[pos].float_counter);
         if let Some(c) = counter {
             self.counters.step(c);
-            let number = self.counters.the(c);
+            let number = self.counters.reference(c);
             let u = &mut self.b.doc.units[unit];
             if u.number.is_none() {
                 u.number = Some(number.clone());
@@ -1801,6 +1891,8 @@ impl Latex {
         let params = params.and_then(|p| p.trim().parse().ok()).unwrap_or(0);
         if let Some(counter) = name.strip_prefix("the") {
             self.counters.set_template(counter, body);
+        } else if let Some(counter) = name.strip_prefix("p@") {
+            self.counters.set_ref_prefix(counter, body);
         }
         self.remember_macro(&name, params, optional, body);
         end
@@ -1838,6 +1930,13 @@ impl Latex {
             );
             return k;
         };
+        if params == 0 {
+            if let Some(counter) = name.strip_prefix("the") {
+                self.counters.set_template(counter, body);
+            } else if let Some(counter) = name.strip_prefix("p@") {
+                self.counters.set_ref_prefix(counter, body);
+            }
+        }
         self.remember_macro(&name, params, None, body);
         end
     }
@@ -2161,7 +2260,7 @@ impl Latex {
         self.b.doc.units[section].title = Some("References".into());
         self.b.set_prefix(section, "bibliography");
         for path in files {
-            let text = match self.b.inputs.read(&path) {
+            let source = match self.b.inputs.read(&path, Reading::Latex(self.encoding)) {
                 Ok(t) => t,
                 Err(e) => {
                     self.b.diag(
@@ -2173,7 +2272,8 @@ impl Latex {
                     continue;
                 }
             };
-            let file = self.b.add_file(&path.display().to_string(), text.clone());
+            let text = source.decoded.text.clone();
+            let file = self.b.add_source(&path.display().to_string(), source);
             for (start, open, kind, key) in bib_entries(&text) {
                 if matches!(kind.as_str(), "comment" | "string" | "preamble") {
                     continue;
@@ -2225,7 +2325,7 @@ fn finish_math_line(
         Some(format!("{base}{}", (b'a' + ((*n - 1) % 26) as u8) as char))
     } else {
         counters.step("equation");
-        Some(counters.the("equation"))
+        Some(counters.reference("equation"))
     };
     if let Some(n) = &number {
         math.numbers.push(n.clone());

@@ -9,6 +9,7 @@
 
 mod builder;
 mod counters;
+pub mod encoding;
 pub mod inputs;
 mod latex;
 mod markdown;

@@ -7,7 +7,7 @@
 //! "**Figure 1.**") is that numbered unit, so prose such as "Theorem 2" finds it. Links to anchors
 //! and pages are mentions; prose numbers inside a link's text are not read again.
 
-use crate::builder::Builder;
+use crate::builder::{Builder, Reading};
 use crate::paths::normalise;
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
@@ -53,9 +53,9 @@ pub(crate) fn parse_file(
         depth: 0,
     };
     let mut skipped = Vec::new();
-    match b.inputs.read(path) {
-        Ok(text) => {
-            let file = b.add_file(&path.display().to_string(), text);
+    match b.inputs.read(path, Reading::Utf8) {
+        Ok(source) => {
+            let file = b.add_source(&path.display().to_string(), source);
             skipped.resize(file + 1, vec![]);
             parse_into(&mut b, file, &chapter, 0, &mut skipped[file]);
         }
@@ -86,9 +86,10 @@ pub(crate) fn parse_book(
     let summary_path = dir.join("SUMMARY.md");
     let mut chapters: Vec<Chapter> = Vec::new();
     let mut skipped: Vec<Vec<(usize, usize)>> = Vec::new();
-    match b.inputs.read(&summary_path) {
-        Ok(text) => {
-            let summary = b.add_file(&summary_path.display().to_string(), text.clone());
+    match b.inputs.read(&summary_path, Reading::Utf8) {
+        Ok(source) => {
+            let text = source.decoded.text.clone();
+            let summary = b.add_source(&summary_path.display().to_string(), source);
             skipped.push(vec![]);
             for (dest, number, depth, at) in summary_entries(&text) {
                 let path = dir.join(&dest);
@@ -144,7 +145,7 @@ pub(crate) fn parse_book(
     }
     let mut parents: Vec<(usize, usize)> = Vec::new();
     for ch in &chapters {
-        let text = match b.inputs.read(&ch.path) {
+        let source = match b.inputs.read(&ch.path, Reading::Utf8) {
             Ok(t) => t,
             Err(e) => {
                 b.doc.diagnostics.push(ledger_core::Diagnostic {
@@ -160,7 +161,7 @@ pub(crate) fn parse_book(
             parents.pop();
         }
         let base = parents.last().map_or(0, |p| p.1);
-        let file = b.add_file(&ch.path.display().to_string(), text);
+        let file = b.add_source(&ch.path.display().to_string(), source);
         skipped.resize(file + 1, vec![]);
         let first = b.doc.units.len();
         parse_into(&mut b, file, ch, base, &mut skipped[file]);

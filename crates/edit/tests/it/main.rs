@@ -125,7 +125,7 @@ fn relabelling_twenty_blueprint_labels_updates_every_referrer_and_nothing_else()
         .map(|(p, new)| (p.clone(), (old_texts[p].clone(), new.clone())))
         .collect();
     let undo_root = dir.path().join("undo");
-    let record = commit(&changes, &undo_root).expect("commit");
+    let record = commit(&changes, &BTreeMap::new(), &undo_root).expect("commit");
     // Re-parsed: every mention still resolves where it did, nothing new is broken.
     let after_docs = parse(&main);
     let after = resolutions(&after_docs[0]);
@@ -158,7 +158,7 @@ fn a_file_changed_since_reading_stops_the_commit_and_nothing_is_written() {
     let mut changes = BTreeMap::new();
     changes.insert(a.clone(), ("one".to_string(), "ONE".to_string()));
     changes.insert(b.clone(), ("stale".to_string(), "TWO".to_string()));
-    assert!(commit(&changes, &dir.path().join("undo")).is_err());
+    assert!(commit(&changes, &BTreeMap::new(), &dir.path().join("undo")).is_err());
     assert_eq!(std::fs::read_to_string(&a).expect("read"), "one");
     assert_eq!(std::fs::read_to_string(&b).expect("read"), "two");
     assert!(last_record(&dir.path().join("undo")).is_none());
@@ -374,4 +374,79 @@ fn a_label_in_a_file_two_documents_include_is_one_label() {
     let docs = parse(&root);
     let err = relabel(&docs, &texts(&docs), &label, "renamed-label").expect_err("two labels");
     assert!(err.to_string().contains("in different places"), "{err}");
+}
+
+#[test]
+fn edits_of_a_latin1_document_write_latin1_and_change_only_what_they_change() {
+    use ledger_edit::{Sources, Written, plan_relabel, plan_rename_term, undo_last, write_checked};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("latin1");
+    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets/latex-features/encodings/latin1");
+    copy_dir(&bundled, &root);
+    let (main, chapter) = (root.join("main.tex"), root.join("chapitre.tex"));
+    let before = (
+        std::fs::read(&main).expect("main"),
+        std::fs::read(&chapter).expect("chapter"),
+    );
+    let inputs = [root.clone()];
+
+    // A relabel: the label and its references change, every other byte (Latin-1 accents
+    // included) stays as it was.
+    let sources = Sources::read(&inputs).expect("sources");
+    let (checked, n) = plan_relabel(&sources, "eq:energie", "eq:energy").expect("plan");
+    assert_eq!(n, 2);
+    let written = write_checked(&sources, checked, false, &[]).expect("write");
+    assert!(matches!(written, Written::Committed(_)), "{written:?}");
+    let swap = |bytes: &[u8]| {
+        let text: String = bytes.iter().map(|&b| b as char).collect();
+        text.replace("eq:energie", "eq:energy")
+            .chars()
+            .map(|c| c as u8)
+            .collect::<Vec<u8>>()
+    };
+    assert_eq!(std::fs::read(&main).expect("main"), swap(&before.0));
+    assert_eq!(std::fs::read(&chapter).expect("chapter"), swap(&before.1));
+    undo_last(&root).expect("undo");
+    assert_eq!(std::fs::read(&main).expect("main"), before.0);
+    assert_eq!(std::fs::read(&chapter).expect("chapter"), before.1);
+
+    // A term with an accent, renamed: written in Latin-1.
+    let sources = Sources::read(&inputs).expect("sources");
+    let plan = plan_rename_term(&sources, "Naïve", "Candide", &[]).expect("plan");
+    assert_eq!(plan.occurrences, 1);
+    write_checked(&sources, plan.checked, false, &[]).expect("write");
+    let now = std::fs::read(&chapter).expect("chapter");
+    assert!(now.windows(7).any(|w| w == b"Candide"));
+    assert!(
+        now.windows(3).any(|w| w == b"\xe0 s"),
+        "the other accents stay Latin-1"
+    );
+    undo_last(&root).expect("undo");
+
+    // A character Latin-1 cannot hold: refused, nothing written.
+    let sources = Sources::read(&inputs).expect("sources");
+    let err = plan_rename_term(&sources, "Naïve", "Naïve→", &[])
+        .and_then(|plan| write_checked(&sources, plan.checked, false, &[]))
+        .expect_err("an arrow is not Latin-1");
+    assert!(err.to_string().contains("windows-1252"), "{err}");
+    assert_eq!(std::fs::read(&main).expect("main"), before.0);
+    assert_eq!(std::fs::read(&chapter).expect("chapter"), before.1);
+}
+
+#[test]
+fn a_file_with_invalid_bytes_is_read_but_not_written() {
+    use ledger_edit::{Sources, plan_relabel, write_checked};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("stray");
+    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets/latex-features/encodings/utf8-stray");
+    copy_dir(&bundled, &root);
+    let before = std::fs::read(root.join("main.tex")).expect("main");
+    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let (checked, n) = plan_relabel(&sources, "sec:b", "sec:details").expect("plan");
+    assert_eq!(n, 2);
+    let err = write_checked(&sources, checked, false, &[]).expect_err("invalid bytes");
+    assert!(err.to_string().contains("not valid UTF-8"), "{err}");
+    assert_eq!(std::fs::read(root.join("main.tex")).expect("main"), before);
 }

@@ -59,8 +59,13 @@ fn every_bad_input_is_a_diagnostic_with_file_and_line() {
         ledger_core::Resolution::Resolved { .. }
     ));
 
-    let u = diag(&docs, "utf8.md", "invalid UTF-8 at line 4");
-    assert_eq!(u.severity, Severity::Error);
+    // A stray byte is a warning at its line; the document is kept.
+    let u = diag(&docs, "utf8.md", "invalid UTF-8");
+    assert_eq!((u.severity, u.line), (Severity::Warning, 4));
+    assert!(
+        docs.iter()
+            .any(|d| d.path.ends_with("utf8.md") && d.units.len() > 1)
+    );
     diag(&docs, "binary.tex", "binary file");
     assert_eq!(diag(&docs, "empty.md", "empty document").line, 1);
     assert_eq!(

@@ -165,10 +165,11 @@ fn hott_double_brace_cref_is_broken() {
     );
 }
 
-/// `\newlabel{key}{{number}{page}…}` lines of an `.aux` file.
+/// `\newlabel{key}{{number}{page}…}` lines of an `.aux` file: the number without commands,
+/// control symbols (REVTeX's `I\,A`), braces, spaces, or the `Appendix` elsarticle writes into it.
 pub(crate) fn aux_numbers(path: &Path) -> BTreeMap<String, String> {
     let re = Regex::new(r"^\\newlabel\{([^}]*)\}\{\{(.*?)\}\{").expect("valid");
-    let cmd = Regex::new(r"\\[A-Za-z@]+ *|[{}]").expect("valid");
+    let cmd = Regex::new(r"\\[A-Za-z@]+ *|\\[^A-Za-z@]|[{}\s]|^Appendix").expect("valid");
     let text = String::from_utf8_lossy(&std::fs::read(path).expect("aux file")).into_owned();
     text.lines()
         .filter_map(|l| re.captures(l))

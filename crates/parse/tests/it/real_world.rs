@@ -133,3 +133,135 @@ fn an_unclosed_verbatim_environment_does_not_swallow_the_rest_of_the_document() 
             .all(|m| matches!(m.resolution, Resolution::Resolved { .. }))
     );
 }
+
+#[test]
+fn each_document_class_numbers_like_latex() {
+    // One small document per class (datasets/latex-features/classes/make.py), compiled by
+    // pdflatex: the number of every label, for sections, equations (per line of align, eqnarray,
+    // gather; \tag, \notag, split, aligned, subequations), floats, theorems and the appendix.
+    let root = datasets().join("latex-features/classes");
+    let mut classes: Vec<_> = std::fs::read_dir(&root)
+        .expect("classes folder")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("main.aux").is_file())
+        .collect();
+    classes.sort();
+    assert!(classes.len() >= 20, "{classes:?}");
+    let mut wrong = Vec::new();
+    for dir in &classes {
+        let docs = parse_dir(dir);
+        assert_eq!(docs.len(), 1, "{}", dir.display());
+        let ours = printed_numbers(&docs[0]);
+        let truth = aux_numbers(&dir.join("main.aux"));
+        let labelled: Vec<_> = truth.keys().filter(|k| k.contains(':')).collect();
+        assert!(labelled.len() > 60, "{}", dir.display());
+        for key in labelled {
+            if ours.get(key) != truth.get(key) {
+                wrong.push(format!(
+                    "{}: {key} ours {:?}, LaTeX {:?}",
+                    dir.file_name().unwrap_or_default().to_string_lossy(),
+                    ours.get(key),
+                    truth[key]
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// The bytes of a file.
+fn bytes(path: &str) -> Vec<u8> {
+    std::fs::read(path).expect("source file")
+}
+
+#[test]
+fn documents_in_latin1_and_cp1252_are_read_in_their_encoding_with_offsets_into_their_bytes() {
+    for (name, encoding, files) in [("latin1", "windows-1252", 2), ("cp1252", "windows-1252", 1)] {
+        let dir = datasets().join("latex-features/encodings").join(name);
+        let docs = parse_dir(&dir);
+        assert_eq!(docs.len(), 1, "{name}");
+        let doc = &docs[0];
+        assert!(doc.diagnostics.is_empty(), "{name}: {:?}", doc.diagnostics);
+        // The included file inherits the main file's encoding.
+        assert_eq!(doc.files.len(), files, "{name}");
+        assert_eq!(
+            doc.encodings,
+            (0..files)
+                .map(|f| (f, encoding.to_string()))
+                .collect::<Vec<_>>(),
+            "{name}"
+        );
+        assert_eq!(
+            printed_numbers(doc),
+            aux_numbers(&dir.join("main.aux")),
+            "{name}"
+        );
+        assert!(!doc.mentions.is_empty());
+        for m in &doc.mentions {
+            assert!(
+                matches!(m.resolution, Resolution::Resolved { .. }),
+                "{name}: {m:?}"
+            );
+            // Offsets are the file's own bytes: ASCII reference commands read back as they are.
+            let file = bytes(&doc.files[m.file]);
+            assert_eq!(
+                &file[m.start_byte..m.end_byte],
+                m.text.as_bytes(),
+                "{name}: {}",
+                m.text
+            );
+        }
+        for u in doc.units.iter().filter(|u| u.kind == UnitKind::Section) {
+            let file = bytes(&doc.files[u.file]);
+            assert!(
+                file[u.start_byte..].starts_with(b"\\section"),
+                "{name}: {u:?}"
+            );
+        }
+    }
+    // The text is decoded: accents and the euro sign are themselves.
+    let latin1 = parse_dir(&datasets().join("latex-features/encodings/latin1"));
+    let titles: Vec<_> = latin1[0]
+        .units
+        .iter()
+        .filter_map(|u| u.title.clone())
+        .collect();
+    assert!(titles.contains(&"Dérivation".to_string()), "{titles:?}");
+    let cp1252 = parse_dir(&datasets().join("latex-features/encodings/cp1252"));
+    assert!(
+        cp1252[0]
+            .units
+            .iter()
+            .any(|u| u.text.contains("20 €; the “premium” tier"))
+    );
+}
+
+#[test]
+fn a_stray_byte_in_a_utf8_file_is_a_warning_at_its_line_not_the_loss_of_the_document() {
+    let dir = datasets().join("latex-features/encodings/utf8-stray");
+    let docs = parse_dir(&dir);
+    assert_eq!(docs.len(), 1);
+    let doc = &docs[0];
+    let warnings: Vec<_> = doc.diagnostics.iter().collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].severity, Severity::Warning);
+    assert_eq!(warnings[0].line, 4);
+    assert!(
+        warnings[0].message.contains("invalid UTF-8"),
+        "{warnings:?}"
+    );
+    assert_eq!(doc.encodings, [(0, "UTF-8".to_string())]);
+    assert_eq!(printed_numbers(doc), aux_numbers(&dir.join("main.aux")));
+    let file = bytes(&doc.files[0]);
+    assert_eq!(doc.mentions.len(), 2);
+    for m in &doc.mentions {
+        assert!(matches!(m.resolution, Resolution::Resolved { .. }), "{m:?}");
+        assert_eq!(&file[m.start_byte..m.end_byte], m.text.as_bytes());
+    }
+}
