@@ -5,6 +5,7 @@
 //! `pathological`: how the time of inputs that once took quadratic time grows with their size;
 //! `scale`: time and peak memory against corpus size (`bench_scale.rs`).
 
+use crate::output::{out, outln};
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use ledger_pipeline::config::Config;
@@ -102,7 +103,7 @@ pub fn run(which: Which, config: &Config) -> Result<()> {
         } => {
             let (bytes, docs, rows) =
                 ledger_parse::throughput::parse_throughput(&paths, repeat, !no_tokens);
-            print!(
+            out!(
                 "{}",
                 ledger_parse::throughput::markdown(bytes, docs, repeat, &rows)
             );
@@ -190,11 +191,11 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
             seconds?,
         ));
     }
-    println!("{docs} documents; each run on a fresh graph, RabbitMQ job queue `{queue}`\n");
-    println!("| mode | seconds | documents/s | ratio to embedded |");
-    println!("|---|---:|---:|---:|");
+    outln!("{docs} documents; each run on a fresh graph, RabbitMQ job queue `{queue}`\n");
+    outln!("| mode | seconds | documents/s | ratio to embedded |");
+    outln!("|---|---:|---:|---:|");
     for (mode, seconds) in &rows {
-        println!(
+        outln!(
             "| {mode} | {seconds:.2} | {:.2} | {:.2} |",
             docs as f64 / seconds,
             embedded / seconds
@@ -202,7 +203,7 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
     }
     delete_queue(&queue)?;
     if let Some((_, one)) = rows.iter().find(|r| r.0 == "1 worker") {
-        println!(
+        outln!(
             "\nqueue overhead: {:.1} ms per document (1 worker against embedded with 1 thread, process start-up included)",
             (one - embedded_1) / docs.max(1) as f64 * 1000.0
         );
@@ -303,7 +304,7 @@ fn context(
         rows.push((name, median, p95));
     }
     let base = rows[0].1.max(1e-9);
-    println!(
+    outln!(
         "graph: {} ({} units); {} queries, budget {budget}\nload {:.0} ms; BM25 index {:.0} ms (once per graph); instruction embedding and cosines {:.0} ms ({})\n",
         path.display(),
         units.len(),
@@ -317,11 +318,11 @@ fn context(
             "none: no embeddings"
         }
     );
-    println!(
+    outln!(
         "| strategy | median ms / query | p95 ms | median / reading around |\n|---|---:|---:|---:|"
     );
     for (name, median, p95) in rows {
-        println!(
+        outln!(
             "| {name} | {median:.2} | {p95:.2} | {:.1}× |",
             median / base
         );
@@ -356,16 +357,16 @@ fn pathological(scale: f64, config: &Config) -> Result<()> {
         ledger_pipeline::index::index(&job, &stage, &ledger_pipeline::Quiet)?;
         Ok((text.len(), started.elapsed().as_secs_f64()))
     };
-    println!(
+    outln!(
         "`ledger index` in process (this configuration: judge, embedder, tokens); a tenth of each size is the baseline\n"
     );
-    println!("| input | size | MB | seconds | seconds at a tenth | ratio (10 = linear) |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    outln!("| input | size | MB | seconds | seconds at a tenth | ratio (10 = linear) |");
+    outln!("|---|---:|---:|---:|---:|---:|");
     for case in Pathological::ALL {
         let n = ((case.size() as f64 * scale) as usize).max(10);
         let (_, small) = time(case, n / 10)?;
         let (bytes, full) = time(case, n)?;
-        println!(
+        outln!(
             "| {} | {n} | {:.1} | {full:.2} | {small:.2} | {:.1} |",
             case.name(),
             bytes as f64 / 1e6,

@@ -2,6 +2,7 @@
 //! distributed, cold, unchanged and after one document changed.
 
 use crate::bench::ledger;
+use crate::output::out;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -251,7 +252,7 @@ pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) ->
             write_report(&out, &table, &time_lines, &rss_lines)?;
         }
     }
-    print!("{}", heading(&table));
+    out!("{}", heading(&table));
     if workers.iter().any(|&n| n > 0) {
         crate::bench::delete_queue(&queue)?;
     }

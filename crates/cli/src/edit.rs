@@ -3,6 +3,7 @@
 //! prints the diff and the findings, and writes only a verified edit; then the graph follows.
 
 use crate::EditArgs;
+use crate::output::{out, outln};
 use anyhow::{Context, Result};
 use ledger_edit::{Checked, FindingKind, Sources, Written};
 use ledger_parse::regions::RegionKind;
@@ -29,7 +30,7 @@ fn finish(
     edit: &EditArgs,
     config: &Config,
 ) -> Result<ExitCode> {
-    print!("{}", checked.diff(sources));
+    out!("{}", checked.diff(sources));
     for f in &checked.findings {
         eprintln!("{f}");
     }
@@ -235,7 +236,7 @@ pub fn llm_edit(args: &LlmEditArgs, config: &Config) -> Result<ExitCode> {
 /// `ledger undo PATH`: reverts the last edit made under PATH.
 pub fn undo(path: &Path) -> Result<ExitCode> {
     for p in ledger_edit::undo_last(path)? {
-        println!("restored {}", p.display());
+        outln!("restored {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }

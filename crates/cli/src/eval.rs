@@ -3,6 +3,7 @@
 //! printed numbers against the `.aux` files LaTeX wrote.
 
 use crate::PipelineArgs;
+use crate::output::{out, outln};
 use crate::progress::Bar;
 use anyhow::{Context, Result, bail};
 use ledger_eval::run::{Options, Tracks};
@@ -121,7 +122,7 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
     std::fs::create_dir_all(&options.out)
         .with_context(|| format!("creating {}", options.out.display()))?;
     let evaluation = ledger_eval::run::run(&options, &pipeline, &Bar::new(true))?;
-    print!("{}", evaluation.markdown);
+    out!("{}", evaluation.markdown);
     eprintln!("report written to {}", evaluation.report.display());
     if !evaluation.broken.is_empty() {
         for b in &evaluation.broken {
@@ -173,7 +174,7 @@ fn generate(out: PathBuf, name: &str, tokens: usize, seed: u64, format: &str) ->
         dir.join("gold.json"),
         serde_json::to_string_pretty(&g)? + "\n",
     )?;
-    println!(
+    outln!(
         "{}: {} units, {} references, {} dependencies, {} related pairs, {} cases",
         dir.join(file).display(),
         g.units.len(),
@@ -207,11 +208,11 @@ fn latex(
             format!("{:.3}", a as f64 / b as f64)
         }
     };
-    println!("| document | references resolved | ratio | numbers equal to LaTeX's | ratio |");
-    println!("|---|---:|---:|---:|---:|");
+    outln!("| document | references resolved | ratio | numbers equal to LaTeX's | ratio |");
+    outln!("|---|---:|---:|---:|---:|");
     let (mut refs, mut resolved, mut labels, mut equal) = (0, 0, 0, 0);
     for r in &rows {
-        println!(
+        outln!(
             "| {} | {}/{} | {} | {}/{} | {} |",
             r.name,
             r.resolved,
@@ -226,7 +227,7 @@ fn latex(
         labels += r.labels;
         equal += r.numbers_equal;
     }
-    println!(
+    outln!(
         "| **all {} documents** | {resolved}/{refs} | {} | {equal}/{labels} | {} |",
         rows.len(),
         ratio(resolved, refs),
@@ -234,12 +235,12 @@ fn latex(
     );
     for r in rows.iter().filter(|r| !r.misses.is_empty()) {
         let shown = if all_misses { r.misses.len() } else { 5 };
-        println!("\n{}:", r.name);
+        outln!("\n{}:", r.name);
         for m in r.misses.iter().take(shown) {
-            println!("  {m}");
+            outln!("  {m}");
         }
         if r.misses.len() > shown {
-            println!("  … {} more (--misses)", r.misses.len() - shown);
+            outln!("  … {} more (--misses)", r.misses.len() - shown);
         }
     }
     Ok(ExitCode::SUCCESS)

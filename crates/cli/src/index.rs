@@ -2,6 +2,7 @@
 //! that follows a written edit.
 
 use crate::PipelineArgs;
+use crate::output::{out, outln};
 use crate::progress::Bar;
 use anyhow::{Context, Result};
 use ledger_pipeline::config::Config;
@@ -36,13 +37,13 @@ pub fn index(
     };
     let bar = Bar::new(stage.settings().index.progress);
     if estimate {
-        print!("{}", ledger_pipeline::index::estimate(&job, &stage, &bar)?);
+        out!("{}", ledger_pipeline::index::estimate(&job, &stage, &bar)?);
     } else {
         let report = ledger_pipeline::index::index(&job, &stage, &bar)?;
         for e in &report.document_errors {
             eprintln!("{e}");
         }
-        print!("{report}");
+        out!("{report}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -89,7 +90,7 @@ pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
         command: command_line(),
     };
     let report = distributed::coordinator(&options, &bar)?;
-    print!("{report}");
+    out!("{report}");
     Ok(if report.dead.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -154,7 +155,7 @@ pub fn verify(
     c.show_diagnostics &= !no_diagnostics;
     let report = ledger_pipeline::index::verify(paths, &config.index, &c)?;
     for line in &report.lines {
-        println!("{line}");
+        outln!("{line}");
     }
     eprintln!(
         "{} documents, {} references: {} broken, {} ambiguous",

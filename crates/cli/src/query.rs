@@ -1,5 +1,6 @@
 //! The commands that read a graph: `sql`, `context`, `impact`, `similar`.
 
+use crate::output::{out, outln};
 use anyhow::{Context, Result};
 use ledger_pipeline::SqlFormat;
 use ledger_pipeline::config::Config;
@@ -22,7 +23,7 @@ pub fn sql(graph: &Path, query: &str, format: SqlFormat) -> Result<ExitCode> {
         let session = ledger_store::SqlSession::open(graph).await?;
         session.query_formatted(query, format).await
     })?;
-    println!("{}", out.trim_end());
+    outln!("{}", out.trim_end());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -54,7 +55,7 @@ pub fn context(graph_path: &Path, ask: &Ask, markdown: bool, config: &Config) ->
     } else {
         serde_json::to_string_pretty(c)?
     };
-    println!("{}", out.trim_end());
+    outln!("{}", out.trim_end());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -62,7 +63,7 @@ pub fn context(graph_path: &Path, ask: &Ask, markdown: bool, config: &Config) ->
 pub fn impact(graph: &Path, unit: &str, doc: Option<&str>, depth: usize) -> Result<ExitCode> {
     let g = ledger_pipeline::retrieval::load(graph)?;
     let report = ledger_pipeline::retrieval::impact(&g, unit, doc, depth)?;
-    print!("{report}");
+    out!("{report}");
     eprintln!(
         "{} units may be affected by a change to `{}` (depth {depth})",
         report.impacted.len(),
@@ -74,10 +75,10 @@ pub fn impact(graph: &Path, unit: &str, doc: Option<&str>, depth: usize) -> Resu
 /// `ledger similar`.
 pub fn similar(graph: &Path, unit: &str, doc: Option<&str>, k: usize) -> Result<ExitCode> {
     let semantic = ledger_store::read_embeddings(graph)?;
-    println!("model: {}", semantic.model);
+    outln!("model: {}", semantic.model);
     for (d, u, score, summary) in ledger_pipeline::semantic::similar(&semantic, doc, unit, k)? {
         let short: String = summary.chars().take(80).collect();
-        println!("{score:.3}  {d}  {u}  {short}");
+        outln!("{score:.3}  {d}  {u}  {short}");
     }
     Ok(ExitCode::SUCCESS)
 }

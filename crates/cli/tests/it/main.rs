@@ -887,3 +887,74 @@ fn the_bundled_generated_documents_are_what_the_generator_writes() {
         }
     }
 }
+
+#[test]
+fn logs_carry_no_colour_codes_when_stderr_is_not_a_terminal() {
+    // An unreadable record of the previous version's inputs is a warning in the log (the run
+    // goes on); written to a pipe, the log has no ANSI escape codes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = dir.path().join("doc.md");
+    std::fs::write(&doc, "# One\n\nText.\n").expect("write");
+    let graph = dir.path().join("graph");
+    index_into(&doc, &graph, &[]);
+    for file in std::fs::read_dir(graph.join("current/inputs"))
+        .expect("inputs table")
+        .flatten()
+    {
+        std::fs::write(file.path(), b"PAR1 truncated").expect("truncate");
+    }
+    let o = index_into(&doc, &graph, &[]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        log.contains("inputs of the previous version unreadable"),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "{log:?}");
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_stops_the_output_not_the_command() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ledger"))
+            .args(args)
+            .env_remove("LEDGER_CONFIG")
+            .env("LEDGER_EMBED_EMBEDDER", "hash")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ledger runs")
+    };
+    // `ledger sql … | head -1`: megabytes of rows, one line read.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index(&graph);
+    let g = graph.to_str().expect("utf8");
+    let mut child = spawn(&["sql", "--graph", g, "SELECT * FROM units"]);
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a line");
+    assert!(!first.is_empty());
+    let o = child.wait_with_output().expect("exits");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {stderr}", o.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // An edit whose diff has no reader is still made.
+    let paper = dir.path().join("latin1");
+    std::fs::create_dir(&paper).expect("mkdir");
+    let src = root().join("datasets/latex-features/encodings/latin1");
+    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
+        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
+    }
+    let p = paper.to_str().expect("utf8");
+    let mut child = spawn(&["relabel", "eq:energie", "eq:energy", p]);
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("exits");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {stderr}", o.status);
+    let chapter = std::fs::read(paper.join("chapitre.tex")).expect("chapter");
+    assert!(chapter.windows(9).any(|w| w == b"eq:energy"), "{stderr}");
+}
