@@ -18,12 +18,14 @@ fn command_line() -> String {
     ledger_core::redact_credentials(&line)
 }
 
-/// `ledger index PATH... --out GRAPH` (or `--estimate`).
+/// `ledger index PATH... --out GRAPH` (or `--estimate`); the summary goes to stdout, or to
+/// stderr when `summary_to_stderr`.
 pub fn index(
     paths: &[PathBuf],
     out: &Path,
     args: PipelineArgs,
     estimate: bool,
+    summary_to_stderr: bool,
     config: &Config,
 ) -> Result<ExitCode> {
     let stage = Stage::new(args.apply(config))?;
@@ -36,14 +38,20 @@ pub fn index(
         command: &command,
     };
     let bar = Bar::new(stage.settings().index.progress);
-    if estimate {
-        out!("{}", ledger_pipeline::index::estimate(&job, &stage, &bar)?);
+    let summary = if estimate {
+        ledger_pipeline::index::estimate(&job, &stage, &bar)?.to_string()
     } else {
         let report = ledger_pipeline::index::index(&job, &stage, &bar)?;
         for e in &report.document_errors {
             eprintln!("{e}");
         }
-        out!("{report}");
+        report.to_string()
+    };
+    // After an edit, stdout carries the edit's diff only: the graph's summary goes to stderr.
+    if summary_to_stderr {
+        eprint!("{summary}");
+    } else {
+        out!("{summary}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -184,6 +192,6 @@ pub fn update_graph(paths: &[PathBuf], graph: &Path, config: &Config) -> Result<
         ..PipelineArgs::default()
     };
     eprintln!("updating the graph {}", graph.display());
-    index(paths, graph, args, false, config)?;
+    index(paths, graph, args, false, true, config)?;
     Ok(())
 }

@@ -397,7 +397,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             pipeline,
             estimate,
-        } => index::index(&paths, &out, pipeline, estimate, &config),
+        } => index::index(&paths, &out, pipeline, estimate, false, &config),
         Command::Coordinator(args) => index::coordinator(args, &config),
         Command::Worker {
             amqp,

@@ -958,3 +958,24 @@ fn a_reader_that_closes_the_pipe_stops_the_output_not_the_command() {
     let chapter = std::fs::read(paper.join("chapitre.tex")).expect("chapter");
     assert!(chapter.windows(9).any(|w| w == b"eq:energy"), "{stderr}");
 }
+
+#[test]
+fn after_an_edit_stdout_holds_the_diff_and_the_graph_summary_goes_to_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = dir.path().join("latin1");
+    std::fs::create_dir(&paper).expect("mkdir");
+    let src = root().join("datasets/latex-features/encodings/latin1");
+    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
+        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
+    }
+    let graph = dir.path().join("graph");
+    index_into(&paper, &graph, &[]);
+    let (p, g) = (paper.to_str().expect("utf8"), graph.to_str().expect("utf8"));
+    let o = ledger(&["relabel", "eq:energie", "eq:energy", p, "--graph", g]);
+    let (out, err) = (stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(out.starts_with("--- a/"), "{out}");
+    assert!(out.contains("+++ b/") && out.contains("eq:energy"), "{out}");
+    assert!(!out.contains("documents:"), "{out}");
+    assert!(err.contains("documents: 1"), "{err}");
+}
