@@ -225,7 +225,8 @@ enum Command {
         #[arg(long)]
         format: Option<SqlFormat>,
     },
-    /// Report broken and ambiguous references as `file:line:col: message`; exit 1 if any reference is broken.
+    /// Report broken and ambiguous references as `file:line:col: message`; exit 1 if any
+    /// reference is broken or a document could not be read, 2 if an input is missing.
     Verify {
         /// Files or folders, as for `index`.
         #[arg(required = true)]

@@ -797,7 +797,8 @@ pub struct VerifyReport {
     pub broken: usize,
     /// Ambiguous references.
     pub ambiguous: usize,
-    /// Whether the check failed (broken references, ambiguous ones when they count, bad inputs).
+    /// Whether the check failed (broken references, ambiguous ones when they count, documents that
+    /// could not be read).
     pub failed: bool,
 }
 
@@ -810,6 +811,16 @@ pub fn verify(
     let mut index = index.clone();
     index.count_tokens = false;
     let mut corpus = load(paths, &index, &crate::Quiet)?;
+    // An input that is not there is a usage error, as for `index`; not a finding.
+    let bad_inputs: Vec<String> = corpus
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(ToString::to_string)
+        .collect();
+    if !bad_inputs.is_empty() {
+        return Err(Error::BadInput(bad_inputs.join("\n")));
+    }
     ledger_parse::resolve_corpus(&mut corpus.docs);
     let mut lines = Vec::new();
     let (mut broken, mut ambiguous) = (0, 0);
@@ -849,19 +860,24 @@ pub fn verify(
                 message,
             });
         }
-        if config.show_diagnostics {
-            lines.extend(doc.diagnostics.iter().map(diagnostic));
-        }
+        // A document's own errors (unreadable, binary) fail the check and are always shown.
+        lines.extend(
+            doc.diagnostics
+                .iter()
+                .filter(|d| config.show_diagnostics || d.severity == Severity::Error)
+                .map(diagnostic),
+        );
     }
     lines.extend(corpus.diagnostics.iter().map(diagnostic));
-    let input_errors = corpus
-        .diagnostics
+    let document_errors = corpus
+        .docs
         .iter()
+        .flat_map(|d| &d.diagnostics)
         .any(|d| d.severity == Severity::Error);
     Ok(VerifyReport {
         documents: corpus.docs.len(),
         mentions: corpus.docs.iter().map(|d| d.mentions.len()).sum(),
-        failed: broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || input_errors,
+        failed: broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || document_errors,
         lines,
         broken,
         ambiguous,

@@ -168,6 +168,23 @@ fn verify_reports_broken_references_like_a_linter() {
             .code(),
         Some(0)
     );
+    // A document that cannot be read fails the check, even with --no-diagnostics.
+    std::fs::write(dir.path().join("b.tex"), b"\\documentclass{article}\0\0").expect("write");
+    let o = ledger(&[
+        "verify",
+        dir.path().to_str().expect("utf8"),
+        "--no-diagnostics",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("b.tex:0:1: error: binary file"),
+        "{}",
+        stdout(&o)
+    );
+    // An input that is not there is a usage error.
+    let o = ledger(&["verify", "/definitely/not/here"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such file or folder"));
 }
 
 #[test]
