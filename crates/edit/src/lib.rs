@@ -211,6 +211,20 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     f.sync_all().map_err(io(path))
 }
 
+/// Writes the text that will replace `original` beside it, synced, with `original`'s mode and
+/// (where the process may) owner, so that the rename keeps both.
+fn write_replacement(tmp: &Path, original: &Path, bytes: &[u8]) -> Result<()> {
+    write_synced(tmp, bytes)?;
+    let meta = std::fs::metadata(original).map_err(io(original))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // Only root may give a file away; anyone else keeps their own ownership.
+        let _ = std::os::unix::fs::chown(tmp, Some(meta.uid()), Some(meta.gid()));
+    }
+    std::fs::set_permissions(tmp, meta.permissions()).map_err(io(tmp))
+}
+
 /// Writes `changes` (path → (old text, new text)) atomically, each file in its encoding
 /// (`encodings`; UTF-8 for a file not named), after checking that every file still holds its
 /// old text and lies inside the edit root (the folder holding `undo_root`); saves the old texts
@@ -264,7 +278,7 @@ pub fn commit(
         p.with_file_name(name)
     };
     for ((path, _), new) in saved.iter().zip(&bytes) {
-        if let Err(e) = write_synced(&tmp(path), new) {
+        if let Err(e) = write_replacement(&tmp(path), path, new) {
             for (path, _) in &saved {
                 let _ = std::fs::remove_file(tmp(path));
             }
@@ -335,7 +349,7 @@ pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
         let mut name = path.file_name().unwrap_or_default().to_os_string();
         name.push(".ledger-undo-tmp");
         let t = path.with_file_name(name);
-        write_synced(&t, old)?;
+        write_replacement(&t, path, old)?;
         std::fs::rename(&t, path).map_err(io(path))?;
         restored.push(path.clone());
     }

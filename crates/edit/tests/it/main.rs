@@ -450,3 +450,26 @@ fn a_file_with_invalid_bytes_is_read_but_not_written() {
     assert!(err.to_string().contains("not valid UTF-8"), "{err}");
     assert_eq!(std::fs::read(root.join("main.tex")).expect("main"), before);
 }
+
+#[cfg(unix)]
+#[test]
+fn an_edit_and_its_undo_keep_each_file_s_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (private, read_only) = (dir.path().join("a.tex"), dir.path().join("b.tex"));
+    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    for (path, m) in [(&private, 0o600), (&read_only, 0o444)] {
+        std::fs::write(path, "old").expect("write");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(m)).expect("chmod");
+    }
+    let changes: BTreeMap<PathBuf, (String, String)> = [&private, &read_only]
+        .into_iter()
+        .map(|p| (p.clone(), ("old".to_string(), "new".to_string())))
+        .collect();
+    let record = commit(&changes, &BTreeMap::new(), &dir.path().join("undo")).expect("commit");
+    assert_eq!(std::fs::read_to_string(&private).expect("read"), "new");
+    assert_eq!((mode(&private), mode(&read_only)), (0o600, 0o444));
+    undo(&record).expect("undo");
+    assert_eq!(std::fs::read_to_string(&read_only).expect("read"), "old");
+    assert_eq!((mode(&private), mode(&read_only)), (0o600, 0o444));
+}
