@@ -87,16 +87,31 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     for input in inputs {
         if input.is_file() {
-            let id = input.display().to_string();
             let folder = match input.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                 _ => PathBuf::from("."),
+            };
+            // As for a folder's documents: the folder's name and the file's (`paper/main.tex`),
+            // however the path was written, so that a copy of the folder gives the same ids.
+            let folder_name = folder
+                .canonicalize()
+                .ok()
+                .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()));
+            let file_name = input
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let id = match &folder_name {
+                Some(dir) => format!("{dir}/{file_name}"),
+                None => file_name,
             };
             match format_of(input) {
                 Some(Format::Markdown) if input.file_name().is_some_and(|f| f == "SUMMARY.md") => {
                     let dir = input.parent().map(Path::to_path_buf).unwrap_or_default();
                     sources.push(Source {
-                        id: dir.display().to_string(),
+                        id: folder_name
+                            .clone()
+                            .unwrap_or_else(|| dir.display().to_string()),
                         path: dir,
                         format: Format::MarkdownBook,
                         root: Some(folder),
@@ -109,7 +124,7 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
                     root: Some(folder),
                 }),
                 None => diags.push(Diagnostic {
-                    path: id,
+                    path: input.display().to_string(),
                     line: 0,
                     severity: Severity::Error,
                     message: "not a LaTeX (.tex) or Markdown (.md) file; not indexed".into(),

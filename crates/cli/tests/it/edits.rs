@@ -292,8 +292,9 @@ fn an_llm_edit_is_verified_repaired_once_and_written_only_when_it_holds() {
         "{}",
         requests[1]
     );
-    // The graph was updated incrementally: only the two edited units were embedded again.
-    let out = stdout(&o);
+    // The graph was updated incrementally: only the two edited units were embedded again (its
+    // summary is on stderr; stdout holds the diff).
+    let out = String::from_utf8_lossy(&o.stderr);
     let cache = out
         .lines()
         .find(|l| l.starts_with("cache:"))

@@ -996,3 +996,29 @@ fn after_an_edit_stdout_holds_the_diff_and_the_graph_summary_goes_to_stderr() {
     assert!(!out.contains("documents:"), "{out}");
     assert!(err.contains("documents: 1"), "{err}");
 }
+
+#[test]
+fn an_edit_of_a_single_file_input_is_verified_and_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = dir.path().join("latin1");
+    std::fs::create_dir(&paper).expect("mkdir");
+    let src = root().join("datasets/latex-features/encodings/latin1");
+    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
+        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
+    }
+    let main = paper.join("main.tex");
+    let o = ledger(&[
+        "relabel",
+        "thm:unicite",
+        "thm:uniqueness",
+        main.to_str().expect("utf8"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let text = std::fs::read(&main).expect("main");
+    assert_eq!(
+        text.windows(14).filter(|w| w == b"thm:uniqueness").count(),
+        2,
+        "{err}"
+    );
+}
