@@ -233,10 +233,14 @@ pub fn llm_edit(args: &LlmEditArgs, config: &Config) -> Result<ExitCode> {
     )
 }
 
-/// `ledger undo PATH`: reverts the last edit made under PATH.
-pub fn undo(path: &Path) -> Result<ExitCode> {
+/// `ledger undo PATH [--graph GRAPH]`: reverts the last edit made under PATH, then updates the
+/// graph.
+pub fn undo(path: &Path, graph: Option<&Path>, config: &Config) -> Result<ExitCode> {
     for p in ledger_edit::undo_last(path)? {
         outln!("restored {}", p.display());
+    }
+    if let Some(graph) = graph {
+        crate::index::update_graph(&[path.to_path_buf()], graph, config)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -193,6 +193,9 @@ enum Command {
     Undo {
         /// The file or folder the edit was made on.
         path: PathBuf,
+        /// The graph of PATH, updated afterwards (as after an edit).
+        #[arg(long)]
+        graph: Option<PathBuf>,
     },
     /// Print the units nearest to UNIT by embedding cosine (to tune θ).
     Similar {
@@ -497,7 +500,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             edit::structural(op, doc.as_deref(), false, &edit, &config)
         }
         Command::Edit(args) => edit::llm_edit(&args, &config),
-        Command::Undo { path } => edit::undo(&path),
+        Command::Undo { path, graph } => edit::undo(&path, graph.as_deref(), &config),
         Command::Models { which } => {
             let dir = ledger_pipeline::semantic::minilm_dir(&config.embed);
             match which {

@@ -266,11 +266,17 @@ pub fn commit(
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let record = undo_root.join(format!("{stamp}"));
-    std::fs::create_dir_all(&record).map_err(io(&record))?;
+    prepare_undo_root(undo_root)?;
+    // The record is written aside and renamed into place: a crash leaves no record without
+    // its content.
+    let partial = undo_root.join(format!("{PARTIAL}{stamp}"));
+    std::fs::create_dir_all(&partial).map_err(io(&partial))?;
     let records: Vec<&Saved> = saved.iter().map(|(_, s)| s).collect();
     let json = serde_json::to_vec(&records).map_err(|e| EditError::Invalid(e.to_string()))?;
-    write_synced(&record.join("record.json"), &json)?;
-    sync_dir(&record)?;
+    write_synced(&partial.join("record.json"), &json)?;
+    sync_dir(&partial)?;
+    std::fs::rename(&partial, &record).map_err(io(&record))?;
+    sync_dir(undo_root)?;
     // Every new text aside, synced; then the renames.
     let tmp = |p: &Path| {
         let mut name = p.file_name().unwrap_or_default().to_os_string();
@@ -305,7 +311,35 @@ pub fn commit(
     Ok(record)
 }
 
-/// The newest undo record under `undo_root`.
+/// The prefix of an undo record being written.
+const PARTIAL: &str = ".partial-";
+
+/// Creates the undo records' folder with a `.gitignore` that keeps it out of version control,
+/// and removes what commits killed mid-way left there over an hour ago.
+fn prepare_undo_root(undo_root: &Path) -> Result<()> {
+    std::fs::create_dir_all(undo_root).map_err(io(undo_root))?;
+    let ignore = undo_root.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(&ignore, "# LEDGER's undo records\n*\n").map_err(io(&ignore))?;
+    }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in std::fs::read_dir(undo_root)
+        .map_err(io(undo_root))?
+        .flatten()
+    {
+        let stale = e.file_name().to_string_lossy().starts_with(PARTIAL)
+            && e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < hour_ago);
+        if stale {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    Ok(())
+}
+
+/// The newest complete undo record under `undo_root`; a record folder without its
+/// `record.json` (left by a crash of an older version) is passed over with a warning.
 pub fn last_record(undo_root: &Path) -> Option<PathBuf> {
     let mut records: Vec<(u128, PathBuf)> = std::fs::read_dir(undo_root)
         .ok()?
@@ -313,7 +347,13 @@ pub fn last_record(undo_root: &Path) -> Option<PathBuf> {
         .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
         .collect();
     records.sort();
-    records.pop().map(|r| r.1)
+    while let Some((_, record)) = records.pop() {
+        if record.join("record.json").is_file() {
+            return Some(record);
+        }
+        tracing::warn!(record = %record.display(), "incomplete undo record passed over");
+    }
+    None
 }
 
 /// Restores the old texts of an undo record (each file atomically), then removes the record.

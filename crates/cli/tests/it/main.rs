@@ -995,6 +995,22 @@ fn after_an_edit_stdout_holds_the_diff_and_the_graph_summary_goes_to_stderr() {
     assert!(out.contains("+++ b/") && out.contains("eq:energy"), "{out}");
     assert!(!out.contains("documents:"), "{out}");
     assert!(err.contains("documents: 1"), "{err}");
+    let labels = |g: &str| {
+        sql(
+            Path::new(g),
+            "SELECT label FROM labels WHERE label LIKE 'eq:ener%' ORDER BY label",
+        )
+        .to_string()
+    };
+    assert!(labels(g).contains("eq:energy"), "{}", labels(g));
+    // Undone, with the graph following.
+    let o = ledger(&["undo", p, "--graph", g]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        labels(g).contains("eq:energie") && !labels(g).contains("eq:energy"),
+        "{}",
+        labels(g)
+    );
 }
 
 #[test]

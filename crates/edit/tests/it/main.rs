@@ -473,3 +473,23 @@ fn an_edit_and_its_undo_keep_each_file_s_mode() {
     assert_eq!(std::fs::read_to_string(&read_only).expect("read"), "old");
     assert_eq!((mode(&private), mode(&read_only)), (0o600, 0o444));
 }
+
+#[test]
+fn an_incomplete_undo_record_is_passed_over_and_the_records_stay_out_of_git() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("a.tex");
+    std::fs::write(&file, "old").expect("write");
+    let undo_root = dir.path().join(".ledger-undo");
+    let changes: BTreeMap<PathBuf, (String, String)> =
+        [(file.clone(), ("old".to_string(), "new".to_string()))].into();
+    let record = commit(&changes, &BTreeMap::new(), &undo_root).expect("commit");
+    assert!(record.join("record.json").is_file());
+    // The folder ignores itself for git.
+    let ignore = std::fs::read_to_string(undo_root.join(".gitignore")).expect(".gitignore");
+    assert!(ignore.lines().any(|l| l == "*"), "{ignore}");
+    // A newer record folder without its content (a crash of an older version) is passed over.
+    std::fs::create_dir(undo_root.join("99999999999999999999")).expect("mkdir");
+    assert_eq!(last_record(&undo_root), Some(record.clone()));
+    undo(&record).expect("undo");
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "old");
+}
