@@ -322,7 +322,9 @@ fn prepare_undo_root(undo_root: &Path) -> Result<()> {
     if !ignore.exists() {
         std::fs::write(&ignore, "# LEDGER's undo records\n*\n").map_err(io(&ignore))?;
     }
-    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let hour_ago = std::time::SystemTime::now()
+        .checked_sub(std::time::Duration::from_secs(3600))
+        .unwrap_or(std::time::UNIX_EPOCH);
     for e in std::fs::read_dir(undo_root)
         .map_err(io(undo_root))?
         .flatten()

@@ -209,8 +209,9 @@ pub fn process_document(
 ) -> Result<Staged> {
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     let mut cache = None;
-    if parts.has(&key) {
-        let part = Part::read(parts, &key)?;
+    if parts.has(&key)
+        && let Some(part) = readable_part(parts, &key)
+    {
         if part.complete() {
             return Ok(Staged::reused(part, key, true));
         }
@@ -219,9 +220,7 @@ pub fn process_document(
     if cache.is_none()
         && let Some(k) = previous_key.filter(|k| parts.has(k))
     {
-        cache = Part::read(parts, k)
-            .inspect_err(|e| tracing::warn!(error = %e, "previous part unreadable"))
-            .ok();
+        cache = readable_part(parts, k);
     }
     let (part, report) = stage.process(doc, cache.as_ref())?;
     part.write(parts, &key)?;
@@ -232,6 +231,16 @@ pub fn process_document(
         parsed: true,
         reused: false,
     })
+}
+
+/// Part `key`, or `None` with a warning when it does not read: cached work that cannot be read
+/// is done again, never a reason to stop.
+fn readable_part(parts: &ledger_store::PartStore, key: &str) -> Option<Part> {
+    Part::read(parts, key)
+        .inspect_err(
+            |e| tracing::warn!(error = %e, key, "part unreadable; the document is processed again"),
+        )
+        .ok()
 }
 
 /// One document after the document stage.
@@ -296,11 +305,10 @@ pub fn stage_document(
 ) -> Result<Staged> {
     if let Some(key) = previous.unchanged(source, stage.fingerprint())
         && parts.has(&key)
+        && let Some(part) = readable_part(parts, &key)
+        && part.complete()
     {
-        let part = Part::read(parts, &key)?;
-        if part.complete() {
-            return Ok(Staged::reused(part, key, false));
-        }
+        return Ok(Staged::reused(part, key, false));
     }
     let doc = stage.parse(source);
     process_document(stage, parts, doc, previous.part_of(&source.id))

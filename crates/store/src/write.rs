@@ -398,16 +398,24 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Res
     if let Some(prev) = previous {
         let path = segment_file(prev, "runs", "runs");
         if let Ok(f) = File::open(&path) {
-            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
-                .build()?;
-            for b in reader {
-                let b = b?;
-                if b.schema() == *RUNS {
-                    if let Some(ids) = b.column(0).as_any().downcast_ref::<Int64Array>() {
-                        next_id = next_id.max(ids.iter().flatten().max().unwrap_or(0) + 1);
+            // The history is kept as far as it reads; an unreadable file is no reason to stop.
+            let read = || -> Result<()> {
+                let reader =
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
+                        .build()?;
+                for b in reader {
+                    let b = b?;
+                    if b.schema() == *RUNS {
+                        if let Some(ids) = b.column(0).as_any().downcast_ref::<Int64Array>() {
+                            next_id = next_id.max(ids.iter().flatten().max().unwrap_or(0) + 1);
+                        }
+                        batches.push(b);
                     }
-                    batches.push(b);
                 }
+                Ok(())
+            };
+            if let Err(e) = read() {
+                tracing::warn!(error = %e, path = %path.display(), "previous runs unreadable; keeping the rows that read");
             }
         }
     }

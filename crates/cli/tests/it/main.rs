@@ -1038,3 +1038,31 @@ fn an_edit_of_a_single_file_input_is_verified_and_written() {
         "{err}"
     );
 }
+
+#[test]
+fn unreadable_runs_and_parts_of_the_previous_version_do_not_stop_the_next_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).expect("mkdir");
+    std::fs::write(docs.join("a.md"), "# One\n\nText.\n").expect("write");
+    std::fs::write(docs.join("b.md"), "# Two\n\nMore text.\n").expect("write");
+    let graph = dir.path().join("graph");
+    index_into(&docs, &graph, &[]);
+    let units = |g: &Path| sql(g, "SELECT COUNT(*) AS n FROM units")[0]["n"].clone();
+    let before = units(&graph);
+    std::fs::write(graph.join("current/runs/runs.parquet"), b"PAR1 truncated").expect("truncate");
+    for part in std::fs::read_dir(graph.join("parts"))
+        .expect("parts")
+        .flatten()
+    {
+        std::fs::write(part.path(), b"PAR1 truncated").expect("truncate");
+    }
+    // b.md changes (a new version is written); a.md does not, but its part no longer reads.
+    std::fs::write(docs.join("b.md"), "# Two\n\nOther text.\n").expect("write");
+    let o = index_into(&docs, &graph, &[]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(log.contains("previous runs unreadable"), "{log}");
+    assert!(log.contains("part unreadable"), "{log}");
+    assert_eq!(sql(&graph, "SELECT COUNT(*) AS n FROM runs")[0]["n"], 1);
+    assert_eq!(units(&graph), before);
+}
