@@ -92,8 +92,8 @@ impl Builder {
     /// Registers a file read from disk (see [`read_source`]): a file not in plain UTF-8 keeps
     /// how its offsets map to its bytes, and every byte its encoding does not define is a
     /// warning at its line (the first few of each file). Returns its index.
-    pub fn add_source(&mut self, path: &str, source: Source) -> usize {
-        let Source {
+    pub fn add_source(&mut self, path: &str, source: SourceFile) -> usize {
+        let SourceFile {
             decoded, unknown, ..
         } = source;
         let plain = decoded.identical() && decoded.encoding == crate::encoding::Encoding::UTF8;
@@ -536,7 +536,7 @@ pub(crate) fn read_bytes(path: &std::path::Path) -> Result<Vec<u8>, String> {
 }
 
 /// A file's text as the parser reads it, and what reading it found.
-pub(crate) struct Source {
+pub(crate) struct SourceFile {
     /// The text and how its offsets map to the file's bytes.
     pub decoded: crate::encoding::Decoded,
     /// The encoding the file itself declares (`inputenc`), if it does.
@@ -557,7 +557,7 @@ pub(crate) enum Reading {
 }
 
 /// Decodes a file's bytes as `reading` says.
-pub(crate) fn read_source(bytes: &[u8], reading: Reading) -> Source {
+pub(crate) fn read_source(bytes: &[u8], reading: Reading) -> SourceFile {
     use crate::encoding::Encoding;
     let inherited = match reading {
         Reading::Utf8 => None,
@@ -569,7 +569,7 @@ pub(crate) fn read_source(bytes: &[u8], reading: Reading) -> Source {
         None => (None, None),
     };
     let encoding = declared.or(inherited.flatten()).unwrap_or(Encoding::UTF8);
-    Source {
+    SourceFile {
         decoded: encoding.decode(bytes),
         declared,
         unknown,

@@ -71,7 +71,7 @@ impl Recorder {
         &mut self,
         path: &Path,
         reading: crate::builder::Reading,
-    ) -> Result<crate::builder::Source, String> {
+    ) -> Result<crate::builder::SourceFile, String> {
         if let Some(why) = self.refused(path) {
             return Err(why);
         }

@@ -97,15 +97,22 @@ pub fn discover_inputs(
     config: &IndexConfig,
 ) -> Result<(Vec<ledger_parse::Source>, Vec<Diagnostic>)> {
     let (sources, diagnostics) = discover(paths, config);
+    refuse_bad_inputs(&diagnostics)?;
+    Ok((sources, diagnostics))
+}
+
+/// An error naming every input that is not there or not a document (the discovery's errors).
+fn refuse_bad_inputs(diagnostics: &[Diagnostic]) -> Result<()> {
     let bad_inputs: Vec<String> = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .map(ToString::to_string)
         .collect();
-    if !bad_inputs.is_empty() {
-        return Err(Error::BadInput(bad_inputs.join("\n")));
+    if bad_inputs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::BadInput(bad_inputs.join("\n")))
     }
-    Ok((sources, diagnostics))
 }
 
 /// Parses the inputs, refusing to go on when an input itself is bad (see [`discover_inputs`]);
@@ -820,15 +827,7 @@ pub fn verify(
     index.count_tokens = false;
     let mut corpus = load(paths, &index, &crate::Quiet)?;
     // An input that is not there is a usage error, as for `index`; not a finding.
-    let bad_inputs: Vec<String> = corpus
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .map(ToString::to_string)
-        .collect();
-    if !bad_inputs.is_empty() {
-        return Err(Error::BadInput(bad_inputs.join("\n")));
-    }
+    refuse_bad_inputs(&corpus.diagnostics)?;
     ledger_parse::resolve_corpus(&mut corpus.docs);
     let mut lines = Vec::new();
     let (mut broken, mut ambiguous) = (0, 0);
@@ -877,15 +876,11 @@ pub fn verify(
         );
     }
     lines.extend(corpus.diagnostics.iter().map(diagnostic));
-    let document_errors = corpus
-        .docs
-        .iter()
-        .flat_map(|d| &d.diagnostics)
-        .any(|d| d.severity == Severity::Error);
+    let unreadable = !corpus.document_errors().is_empty();
     Ok(VerifyReport {
         documents: corpus.docs.len(),
         mentions: corpus.docs.iter().map(|d| d.mentions.len()).sum(),
-        failed: broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || document_errors,
+        failed: broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || unreadable,
         lines,
         broken,
         ambiguous,

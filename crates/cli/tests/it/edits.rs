@@ -1,21 +1,9 @@
 //! Bulk and structural edits through the binary: rename-term on the cargo-book, insert and
 //! delete with prose renumbering on a paper with hand-checked numbers and on a shared paper.
 
-use super::{corpora, ledger, root, stdout};
+use super::{copy_dir, corpora, ledger, root, stdout};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
 
 /// Every file under `dir` (undo records excluded) with its bytes.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

@@ -31,6 +31,19 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Copies the folder `from` (and what it holds) to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
 fn corpora() -> PathBuf {
     let dir = std::env::var_os("LEDGER_CORPORA")
         .map(PathBuf::from)
@@ -583,11 +596,7 @@ fn context_and_impact_from_a_graph() {
 fn relabel_dry_run_apply_verify_and_undo() {
     let dir = tempfile::tempdir().expect("tempdir");
     let paper = dir.path().join("paper");
-    std::fs::create_dir(&paper).expect("mkdir");
-    let src = root().join("datasets/paper-equational-theories");
-    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
-        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
-    }
+    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
     let p = paper.to_str().expect("utf8");
     let snapshot = || -> Vec<(PathBuf, Vec<u8>)> {
         let mut files: Vec<_> = std::fs::read_dir(&paper)
@@ -650,11 +659,7 @@ fn relabel_dry_run_apply_verify_and_undo() {
 fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
     let dir = tempfile::tempdir().expect("tempdir");
     let paper = dir.path().join("paper");
-    std::fs::create_dir(&paper).expect("mkdir");
-    let src = root().join("datasets/paper-equational-theories");
-    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
-        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
-    }
+    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
     let p = paper.to_str().expect("utf8");
     let read_all = || -> Vec<(PathBuf, String)> {
         let mut v: Vec<_> = std::fs::read_dir(&paper)
@@ -961,11 +966,10 @@ fn a_reader_that_closes_the_pipe_stops_the_output_not_the_command() {
 
     // An edit whose diff has no reader is still made.
     let paper = dir.path().join("latin1");
-    std::fs::create_dir(&paper).expect("mkdir");
-    let src = root().join("datasets/latex-features/encodings/latin1");
-    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
-        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
-    }
+    copy_dir(
+        &root().join("datasets/latex-features/encodings/latin1"),
+        &paper,
+    );
     let p = paper.to_str().expect("utf8");
     let mut child = spawn(&["relabel", "eq:energie", "eq:energy", p]);
     drop(child.stdout.take());
@@ -980,11 +984,10 @@ fn a_reader_that_closes_the_pipe_stops_the_output_not_the_command() {
 fn after_an_edit_stdout_holds_the_diff_and_the_graph_summary_goes_to_stderr() {
     let dir = tempfile::tempdir().expect("tempdir");
     let paper = dir.path().join("latin1");
-    std::fs::create_dir(&paper).expect("mkdir");
-    let src = root().join("datasets/latex-features/encodings/latin1");
-    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
-        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
-    }
+    copy_dir(
+        &root().join("datasets/latex-features/encodings/latin1"),
+        &paper,
+    );
     let graph = dir.path().join("graph");
     index_into(&paper, &graph, &[]);
     let (p, g) = (paper.to_str().expect("utf8"), graph.to_str().expect("utf8"));
@@ -1017,11 +1020,10 @@ fn after_an_edit_stdout_holds_the_diff_and_the_graph_summary_goes_to_stderr() {
 fn an_edit_of_a_single_file_input_is_verified_and_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     let paper = dir.path().join("latin1");
-    std::fs::create_dir(&paper).expect("mkdir");
-    let src = root().join("datasets/latex-features/encodings/latin1");
-    for e in std::fs::read_dir(&src).expect("read_dir").flatten() {
-        std::fs::copy(e.path(), paper.join(e.file_name())).expect("copy");
-    }
+    copy_dir(
+        &root().join("datasets/latex-features/encodings/latin1"),
+        &paper,
+    );
     let main = paper.join("main.tex");
     let o = ledger(&[
         "relabel",

@@ -13,6 +13,11 @@ fn corpora() -> PathBuf {
         })
 }
 
+/// The bundled datasets.
+fn datasets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for e in std::fs::read_dir(from).expect("read_dir").flatten() {
@@ -381,9 +386,7 @@ fn edits_of_a_latin1_document_write_latin1_and_change_only_what_they_change() {
     use ledger_edit::{Sources, Written, plan_relabel, plan_rename_term, undo_last, write_checked};
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("latin1");
-    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../datasets/latex-features/encodings/latin1");
-    copy_dir(&bundled, &root);
+    copy_dir(&datasets().join("latex-features/encodings/latin1"), &root);
     let (main, chapter) = (root.join("main.tex"), root.join("chapitre.tex"));
     let before = (
         std::fs::read(&main).expect("main"),
@@ -439,9 +442,10 @@ fn a_file_with_invalid_bytes_is_read_but_not_written() {
     use ledger_edit::{Sources, plan_relabel, write_checked};
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("stray");
-    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../datasets/latex-features/encodings/utf8-stray");
-    copy_dir(&bundled, &root);
+    copy_dir(
+        &datasets().join("latex-features/encodings/utf8-stray"),
+        &root,
+    );
     let before = std::fs::read(root.join("main.tex")).expect("main");
     let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
     let (checked, n) = plan_relabel(&sources, "sec:b", "sec:details").expect("plan");
