@@ -310,6 +310,9 @@ struct PipelineArgs {
     /// `../` links in SUMMARY.md, symlinks leaving it); refused by default, with a diagnostic.
     #[arg(long)]
     allow_outside_root: bool,
+    /// When another process is writing the graph, stop at once (exit 2) instead of waiting.
+    #[arg(long)]
+    no_wait: bool,
     /// Do not compute RELATED edges (summaries, embeddings).
     #[arg(long)]
     no_related: bool,
@@ -355,6 +358,7 @@ impl PipelineArgs {
         c.count_tokens &= !self.no_tokens;
         c.progress &= !self.no_progress;
         c.allow_outside_root |= self.allow_outside_root;
+        c.wait_for_lock &= !self.no_wait;
         let mut e = config.embed.clone();
         e.embedder = self.embedder.unwrap_or(e.embedder);
         e.summarizer = self.summarizer.unwrap_or(e.summarizer);

@@ -235,6 +235,9 @@ pub fn commit(
     undo_root: &Path,
 ) -> Result<PathBuf> {
     let root = edit_root(undo_root)?;
+    prepare_undo_root(undo_root)?;
+    // Another edit of this root commits whole before this one checks what it read.
+    let _lock = lock_edits(undo_root)?;
     let mut saved = Vec::with_capacity(changes.len());
     let mut bytes = Vec::with_capacity(changes.len());
     for (path, (old, new)) in changes {
@@ -266,7 +269,6 @@ pub fn commit(
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let record = undo_root.join(format!("{stamp}"));
-    prepare_undo_root(undo_root)?;
     // The record is written aside and renamed into place: a crash leaves no record without
     // its content.
     let partial = undo_root.join(format!("{PARTIAL}{stamp}"));
@@ -309,6 +311,30 @@ pub fn commit(
         }
     }
     Ok(record)
+}
+
+/// Takes the edit root's lock (`.ledger-undo/.lock`), waiting while another process holds it;
+/// released when the file is dropped or the process dies.
+fn lock_edits(undo_root: &Path) -> Result<std::fs::File> {
+    let path = undo_root.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io(&path))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            tracing::warn!(
+                "another edit under {} is being written; waiting for it to finish",
+                undo_root.parent().unwrap_or(undo_root).display()
+            );
+            file.lock().map_err(io(&path))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
+    }
+    Ok(file)
 }
 
 /// The prefix of an undo record being written.
@@ -363,6 +389,7 @@ pub fn last_record(undo_root: &Path) -> Option<PathBuf> {
 /// record naming a file that resolves outside the edit root (the folder holding the records'
 /// folder) is refused whole: records may come with a folder someone else prepared.
 pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
+    let _lock = lock_edits(record.parent().unwrap_or(record))?;
     let bytes = std::fs::read(record.join("record.json")).map_err(io(record))?;
     let refuse = |message: String| EditError::Record {
         path: record.to_path_buf(),

@@ -109,7 +109,12 @@ impl Shadow {
     /// parses them.
     pub fn parse(sources: &Sources, edited: &BTreeMap<PathBuf, String>) -> Result<Shadow> {
         let paths = &sources.paths;
-        let dir = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
+        let temp = std::env::temp_dir();
+        remove_stale_shadows(&temp);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{SHADOW}{}-", std::process::id()))
+            .tempdir_in(&temp)
+            .map_err(io(&temp))?;
         let mut shadow_inputs = Vec::new();
         let mut roots = Vec::new();
         for (k, p) in paths.iter().enumerate() {
@@ -237,6 +242,42 @@ impl Checked {
             .iter()
             .map(|(path, text)| crate::diff(path, &sources.texts[path], text))
             .collect()
+    }
+}
+
+/// The name prefix of shadow copies in the temporary folder, before the process id.
+const SHADOW: &str = "ledger-shadow-";
+
+/// Removes the shadow copies that processes killed mid-edit left in `temp`: those whose process
+/// is gone (where `/proc` tells), else those over a day old.
+fn remove_stale_shadows(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    let proc = Path::new("/proc/self").exists();
+    let day_ago = std::time::SystemTime::now()
+        .checked_sub(std::time::Duration::from_secs(86_400))
+        .unwrap_or(std::time::UNIX_EPOCH);
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SHADOW))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stale = if proc {
+            !Path::new("/proc").join(pid.to_string()).exists()
+        } else {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < day_ago)
+        };
+        if stale {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 

@@ -330,6 +330,8 @@ pub struct IndexConfig {
     pub progress: bool,
     /// Let documents read files outside their input root (see [`ledger_parse::Source::root`]).
     pub allow_outside_root: bool,
+    /// When another process is writing the graph, wait for it (else stop at once).
+    pub wait_for_lock: bool,
 }
 
 /// Settings of `ledger verify`.

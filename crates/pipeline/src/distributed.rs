@@ -376,16 +376,8 @@ pub fn coordinator(
     let start = Instant::now();
     std::fs::create_dir_all(&options.out)
         .map_err(io(|| format!("creating {}", options.out.display())))?;
-    let lock_path = options.out.join(".coordinator.lock");
-    let lock = std::fs::File::create(&lock_path)
-        .map_err(io(|| format!("creating {}", lock_path.display())))?;
-    if lock.try_lock().is_err() {
-        return Err(Error::Invalid(format!(
-            "another coordinator is running on {} (it holds {})",
-            options.out.display(),
-            lock_path.display()
-        )));
-    }
+    let lock = ledger_store::GraphLock::acquire(&options.out, options.settings.index.wait_for_lock)
+        .map_err(crate::store(|| "locking the graph"))?;
     // Workers may run elsewhere: absolute paths.
     let out = std::fs::canonicalize(&options.out)
         .map_err(io(|| format!("graph {}", options.out.display())))?;

@@ -495,6 +495,9 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     let started_at = ledger_store::now_rfc3339();
     let start = Instant::now();
     let (sources, diagnostics) = discover_inputs(job.paths, &stage.settings().index)?;
+    // One writer at a time: another would prune this run's temporary files, or it this one's.
+    let _lock = ledger_store::GraphLock::acquire(job.out, stage.settings().index.wait_for_lock)
+        .map_err(crate::store(|| "locking the graph"))?;
     let previous = Previous::of(job.out);
     let pool = thread_pool(stage.settings().index.jobs)?;
     progress.start("documents", sources.len() as u64);

@@ -15,12 +15,14 @@
 //! A crash before the symlink swap leaves the previous version current. This is the only crate
 //! that touches Arrow, Parquet or DataFusion.
 
+mod lock;
 mod parts;
 mod read;
 mod schema;
 mod sql;
 mod write;
 
+pub use lock::GraphLock;
 pub use parts::{PartHead, PartStore};
 pub use read::{Parsed, read_edges, read_embeddings, read_judgments, read_parsed, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
@@ -59,6 +61,16 @@ pub enum StoreError {
     /// DataFusion rejected or failed a query.
     #[error("{0}")]
     Sql(#[from] datafusion::error::DataFusionError),
+    /// Another process is writing the graph, and the caller chose not to wait.
+    #[error(
+        "{graph} is being written by another ledger process ({holder}); try again when it has finished, or wait for it (without --no-wait)"
+    )]
+    Locked {
+        /// The graph folder.
+        graph: PathBuf,
+        /// What the lock file says about its holder.
+        holder: String,
+    },
     /// The manifest could not be encoded or decoded.
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),

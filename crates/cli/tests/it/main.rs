@@ -1,6 +1,7 @@
 //! End-to-end tests of the `ledger` binary: index, sql, verify, configuration, and the Parquet
 //! files read by pyarrow and DuckDB as they are.
 
+mod concurrency;
 mod distributed;
 mod edits;
 mod judge;
