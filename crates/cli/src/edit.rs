@@ -48,7 +48,7 @@ fn finish(
                 record.display()
             );
             if let Some(graph) = &edit.graph {
-                crate::index::update_graph(&edit.paths, graph, config)?;
+                return crate::index::update_graph(&edit.paths, graph, config);
             }
         }
     }
@@ -75,19 +75,21 @@ pub fn relabel(old: &str, new: &str, edit: &EditArgs, config: &Config) -> Result
     finish(&sources, checked, &[], edit, config)
 }
 
-/// `ledger rename-term OLD NEW PATH...`.
+/// `ledger rename-term OLD NEW PATH...` (`keep_anchors`: see `plan_rename_term`).
 pub fn rename_term(
     old: &str,
     new: &str,
     include: &[RegionKind],
+    keep_anchors: bool,
     edit: &EditArgs,
     config: &Config,
 ) -> Result<ExitCode> {
     let sources = read_sources(edit)?;
-    let plan = ledger_edit::plan_rename_term(&sources, old, new, include)?;
+    let plan = ledger_edit::plan_rename_term(&sources, old, new, include, keep_anchors)?;
     eprintln!(
-        "rename-term `{old}` -> `{new}`: {} occurrences and {} links to renamed headings, in {} files",
+        "rename-term `{old}` -> `{new}`: {} occurrences, {} renamed headings keeping their old anchors and {} links to renamed headings, in {} files",
         plan.occurrences,
+        plan.anchors_kept,
         plan.links,
         files(&plan.checked)
     );
@@ -240,7 +242,7 @@ pub fn undo(path: &Path, graph: Option<&Path>, config: &Config) -> Result<ExitCo
         outln!("restored {}", p.display());
     }
     if let Some(graph) = graph {
-        crate::index::update_graph(&[path.to_path_buf()], graph, config)?;
+        return crate::index::update_graph(&[path.to_path_buf()], graph, config);
     }
     Ok(ExitCode::SUCCESS)
 }

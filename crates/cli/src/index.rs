@@ -19,7 +19,7 @@ fn command_line() -> String {
 }
 
 /// `ledger index PATH... --out GRAPH` (or `--estimate`); the summary goes to stdout, or to
-/// stderr when `summary_to_stderr`.
+/// stderr when `summary_to_stderr`. Exit 3 when the graph is partial (see `partial_exit`).
 pub fn index(
     paths: &[PathBuf],
     out: &Path,
@@ -38,14 +38,15 @@ pub fn index(
         command: &command,
     };
     let bar = Bar::new(stage.settings().index.progress);
-    let summary = if estimate {
-        ledger_pipeline::index::estimate(&job, &stage, &bar)?.to_string()
+    let (summary, partial) = if estimate {
+        let report = ledger_pipeline::index::estimate(&job, &stage, &bar)?;
+        (report.to_string(), None)
     } else {
         let report = ledger_pipeline::index::index(&job, &stage, &bar)?;
         for e in &report.document_errors {
             eprintln!("{e}");
         }
-        report.to_string()
+        (report.to_string(), report.partial())
     };
     // After an edit, stdout carries the edit's diff only: the graph's summary goes to stderr.
     if summary_to_stderr {
@@ -53,7 +54,23 @@ pub fn index(
     } else {
         out!("{summary}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(partial_exit(partial, stage.settings().index.allow_partial))
+}
+
+/// Exit code 3 when a committed graph is partial (unless allowed), with a warning either way.
+fn partial_exit(partial: Option<String>, allowed: bool) -> ExitCode {
+    let Some(what) = partial else {
+        return ExitCode::SUCCESS;
+    };
+    if allowed {
+        eprintln!("warning: the graph was committed, but {what}");
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "error: the graph was committed, but {what}; exit code 3 (--allow-partial to exit 0)"
+        );
+        ExitCode::from(3)
+    }
 }
 
 /// `ledger coordinator`'s arguments.
@@ -75,7 +92,8 @@ pub struct CoordinatorArgs {
     pipeline: PipelineArgs,
 }
 
-/// `ledger coordinator`: exit 1 when a document ended in the dead-letter queue.
+/// `ledger coordinator`: exit 1 when a document ended in the dead-letter queue, 3 when the
+/// graph is partial.
 pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
     let CoordinatorArgs {
         paths,
@@ -86,6 +104,7 @@ pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
     } = args;
     let settings = pipeline.apply(config);
     let bar = Bar::new(settings.index.progress);
+    let allow_partial = settings.index.allow_partial;
     let options = CoordinatorOptions {
         amqp: amqp.unwrap_or(config.queue.amqp.clone()),
         jobs: config.queue.jobs.clone(),
@@ -99,8 +118,9 @@ pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
     };
     let report = distributed::coordinator(&options, &bar)?;
     out!("{report}");
+    let partial = partial_exit(report.partial(), allow_partial);
     Ok(if report.dead.is_empty() {
-        ExitCode::SUCCESS
+        partial
     } else {
         ExitCode::from(1)
     })
@@ -180,7 +200,7 @@ pub fn verify(
 /// summarizer and embedder the graph was built with (unchanged documents are reused whole, and
 /// in a changed one only the units whose DEPENDS candidates or summaries changed are judged or
 /// embedded again).
-pub fn update_graph(paths: &[PathBuf], graph: &Path, config: &Config) -> Result<()> {
+pub fn update_graph(paths: &[PathBuf], graph: &Path, config: &Config) -> Result<ExitCode> {
     let built = ledger_pipeline::index::built_with(graph)?;
     let args = PipelineArgs {
         no_progress: true,
@@ -192,6 +212,5 @@ pub fn update_graph(paths: &[PathBuf], graph: &Path, config: &Config) -> Result<
         ..PipelineArgs::default()
     };
     eprintln!("updating the graph {}", graph.display());
-    index(paths, graph, args, false, true, config)?;
-    Ok(())
+    index(paths, graph, args, false, true, config)
 }

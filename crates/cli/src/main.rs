@@ -138,6 +138,11 @@ enum Command {
         /// Other regions to rename in too: code, math, urls (comma-separated).
         #[arg(long, value_delimiter = ',', value_parser = parse_region)]
         include: Vec<RegionKind>,
+        /// A renamed Markdown heading gets a new anchor; by default it keeps its old one too
+        /// (`{#old}` added, so links from outside still land). With this, only the links in
+        /// PATH... follow the new anchor.
+        #[arg(long)]
+        no_keep_anchors: bool,
         #[command(flatten)]
         edit: EditArgs,
     },
@@ -313,6 +318,10 @@ struct PipelineArgs {
     /// When another process is writing the graph, stop at once (exit 2) instead of waiting.
     #[arg(long)]
     no_wait: bool,
+    /// Exit 0, not 3, when the graph was committed although some DEPENDS judgments or
+    /// summaries failed.
+    #[arg(long)]
+    allow_partial: bool,
     /// Do not compute RELATED edges (summaries, embeddings).
     #[arg(long)]
     no_related: bool,
@@ -359,6 +368,7 @@ impl PipelineArgs {
         c.progress &= !self.no_progress;
         c.allow_outside_root |= self.allow_outside_root;
         c.wait_for_lock &= !self.no_wait;
+        c.allow_partial |= self.allow_partial;
         let mut e = config.embed.clone();
         e.embedder = self.embedder.unwrap_or(e.embedder);
         e.summarizer = self.summarizer.unwrap_or(e.summarizer);
@@ -462,8 +472,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             old,
             new,
             include,
+            no_keep_anchors,
             edit,
-        } => edit::rename_term(&old, &new, &include, &edit, &config),
+        } => edit::rename_term(&old, &new, &include, !no_keep_anchors, &edit, &config),
         Command::Insert {
             before,
             text,

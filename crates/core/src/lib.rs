@@ -223,6 +223,12 @@ pub enum Resolution {
         /// The candidates, `doc:unit`.
         reason: String,
     },
+    /// Names a unit of another work ("Sections 5 and 6 of the blueprint \cite{x}"): never
+    /// resolved in this corpus, never renumbered, not broken.
+    External {
+        /// What makes it external.
+        reason: String,
+    },
     /// Not yet resolved (only before the resolution pass).
     Pending,
 }
@@ -234,6 +240,7 @@ impl Resolution {
             Resolution::Resolved { .. } => "resolved",
             Resolution::Broken { .. } => "broken",
             Resolution::Ambiguous { .. } => "ambiguous",
+            Resolution::External { .. } => "external",
             Resolution::Pending => "pending",
         }
     }

@@ -363,11 +363,62 @@ pub fn plan_relabel(sources: &Sources, old: &str, new: &str) -> Result<(Checked,
     Ok((check(sources, &[edits], |_, _| Vec::new())?, n))
 }
 
-/// The links to Markdown headings whose generated anchors an edit changes, pointed at the new
-/// anchors: units are compared position by position (the edit must not add or remove units).
-fn moved_anchors(sources: &Sources, after: &[Document]) -> Result<Vec<Replacement>> {
+/// The insertion of ` {#old}` at the end of a moved heading's line (before an ATX closing
+/// sequence), or `None` when the heading is not one line of Markdown heading syntax or already
+/// has attributes.
+fn kept_anchor(sources: &Sources, moved: &MovedAnchor) -> Option<Replacement> {
+    let d = &sources.docs[moved.doc];
+    let u = &d.units[moved.unit];
+    let path = PathBuf::from(d.files.get(u.file)?);
+    let text = sources.texts.get(&path)?;
+    let start = u.start_byte;
+    let rest = text.get(start..)?;
+    let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let next = rest[line.len()..].trim_start_matches('\n');
+    let next = next.lines().next().unwrap_or("").trim();
+    let atx = line.trim_start_matches(' ').starts_with('#');
+    let setext =
+        !next.is_empty() && (next.chars().all(|c| c == '=') || next.chars().all(|c| c == '-'));
+    if !atx && !setext {
+        return None;
+    }
+    let mut content = line.trim_end();
+    if atx {
+        let closed = content.trim_end_matches('#');
+        if closed.len() < content.len() && (closed.ends_with([' ', '\t'])) {
+            content = closed.trim_end();
+        }
+    }
+    if content.ends_with('}') {
+        return None;
+    }
+    let at = start + content.len();
+    Some(Replacement {
+        path,
+        start: at,
+        end: at,
+        text: format!(" {{#{}}}", moved.old),
+        moved_from: None,
+    })
+}
+
+/// A Markdown heading whose generated anchor an edit changes.
+struct MovedAnchor {
+    /// The heading's document and unit.
+    doc: usize,
+    unit: usize,
+    /// Its anchor before the edit.
+    old: String,
+    /// The links to it, pointed at the new anchor.
+    links: Vec<Replacement>,
+}
+
+/// The Markdown headings whose generated anchors an edit changes, with their links pointed at
+/// the new anchors: units are compared position by position (the edit must not add or remove
+/// units).
+fn moved_anchors(sources: &Sources, after: &[Document]) -> Result<Vec<MovedAnchor>> {
     let mut out = Vec::new();
-    for d in &sources.docs {
+    for (k, d) in sources.docs.iter().enumerate() {
         let Some(a) = after.iter().find(|a| a.id == d.id) else {
             continue;
         };
@@ -381,14 +432,19 @@ fn moved_anchors(sources: &Sources, after: &[Document]) -> Result<Vec<Replacemen
                     continue;
                 };
                 if of == nf && oa != na {
-                    out.extend(crate::anchor_links(
-                        &sources.docs,
-                        &sources.texts,
-                        &d.id,
-                        i,
-                        oa,
-                        na,
-                    )?);
+                    out.push(MovedAnchor {
+                        doc: k,
+                        unit: i,
+                        old: oa.to_string(),
+                        links: crate::anchor_links(
+                            &sources.docs,
+                            &sources.texts,
+                            &d.id,
+                            i,
+                            oa,
+                            na,
+                        )?,
+                    });
                 }
             }
         }
@@ -402,25 +458,39 @@ pub struct RenamePlan {
     pub checked: Checked,
     /// Occurrences renamed.
     pub occurrences: usize,
-    /// Links to renamed headings rewritten.
+    /// Links to renamed headings rewritten (`keep_anchors` off).
     pub links: usize,
+    /// Renamed headings that keep their old anchor as an explicit `{#id}` (`keep_anchors`).
+    pub anchors_kept: usize,
     /// Occurrences left alone, with why.
     pub left: Vec<crate::Left>,
 }
 
-/// The rename with the links to renamed headings, applied in memory and verified; consistency:
-/// no occurrence the rename should have reached may remain.
+/// The rename applied in memory and verified; consistency: no occurrence the rename should
+/// have reached may remain. A Markdown heading whose generated anchor the rename changes keeps
+/// its old one as an explicit `{#old}` when `keep_anchors` (links from outside the corpus still
+/// land), else the links to it in the corpus follow the new anchor.
 pub fn plan_rename_term(
     sources: &Sources,
     old: &str,
     new: &str,
     include: &[RegionKind],
+    keep_anchors: bool,
 ) -> Result<RenamePlan> {
     let found = crate::rename_term(&sources.docs, &sources.texts, old, new, include)?;
     let mut edits = found.replacements.clone();
-    // Headings that change get new slugs: their links follow.
     let first = crate::apply(&sources.texts, &edits)?;
-    let links = moved_anchors(sources, &Shadow::parse(sources, &first)?.docs)?;
+    let moved = moved_anchors(sources, &Shadow::parse(sources, &first)?.docs)?;
+    let (mut links, mut anchors_kept) = (Vec::new(), 0);
+    for m in moved {
+        match keep_anchors.then(|| kept_anchor(sources, &m)).flatten() {
+            Some(attribute) => {
+                anchors_kept += 1;
+                edits.push(attribute);
+            }
+            None => links.extend(m.links),
+        }
+    }
     edits.extend(links.iter().cloned());
     edits.sort();
     edits.dedup();
@@ -462,6 +532,7 @@ pub fn plan_rename_term(
         checked,
         occurrences: found.replacements.len(),
         links: links.len(),
+        anchors_kept,
         left: found.left,
     })
 }

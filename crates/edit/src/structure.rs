@@ -39,7 +39,7 @@ pub enum Op {
 /// document `doc` when given.
 pub fn find_unit(docs: &[Document], doc: Option<&str>, name: &str) -> Result<UnitAt> {
     let mut hits = Vec::new();
-    let prose = ledger_parse::prose::find(name);
+    let prose = ledger_parse::prose::find(name, &[]);
     for (d, document) in docs.iter().enumerate() {
         if doc.is_some_and(|want| want != document.id) {
             continue;

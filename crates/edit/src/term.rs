@@ -140,11 +140,18 @@ pub fn rename_term(
             .collect::<Vec<_>>()
             .join(r"\s+")
     };
-    // Plural first: `registries` must not stop at `registr…`; `\b` keeps whole words.
+    // Plural first: `registries` must not stop at `registr…`; `\b` keeps whole words where the
+    // term begins or ends with a letter or digit (`c++`, `.NET`: checked below instead).
+    let boundary = |c: Option<char>| {
+        if c.is_some_and(is_word) { r"\b" } else { "" }
+    };
+    let lead = boundary(old.chars().next());
     let any_case = Regex::new(&format!(
-        r"(?i)\b(?:{}|{})\b",
+        r"(?i){lead}(?:{}{}|{}{})",
         pattern(&old_plural_words),
-        pattern(&old_words)
+        boundary(old_plural.chars().next_back()),
+        pattern(&old_words),
+        boundary(old.chars().next_back()),
     ))
     .map_err(|e| EditError::Invalid(e.to_string()))?;
     let mut out = TermRename::default();
@@ -172,6 +179,9 @@ pub fn rename_term(
                 for m in any_case.find_iter(slice) {
                     let (start, end) = (region.start + m.start(), region.start + m.end());
                     let found = m.as_str();
+                    if !whole_term(text, start, end) {
+                        continue;
+                    }
                     let left = |reason: &str| Left {
                         path: path.clone(),
                         line: line_of(start),
@@ -205,10 +215,18 @@ pub fn rename_term(
                         Some(c) => (Some(c), &new_plural_words),
                         None => (casing_of(&found_words, &old_words), &new_words),
                     };
-                    let Some(casing) = casing else {
+                    let Some(mut casing) = casing else {
                         out.left.push(left("casing"));
                         continue;
                     };
+                    // One capitalised word: Title Case in a title-cased line ("Registry Index",
+                    // "### Multiple Policies in a Workspace"), else a sentence's first word.
+                    if casing == Casing::Sentence
+                        && found_words.len() == 1
+                        && title_cased_line(text, start, end)
+                    {
+                        casing = Casing::Title;
+                    }
                     let words = cased(target, casing);
                     // Keep the writer's line breaks when the word counts allow it.
                     let replacement = if separators.len() + 1 == words.len() {
@@ -237,9 +255,71 @@ pub fn rename_term(
     Ok(out)
 }
 
+/// A letter, digit or underscore: what `\b` calls a word character.
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `start..end` of `text` is a whole term where it begins or ends with a character that
+/// `\b` cannot bound: `c++` in "C++ code" but not in "c+++" or "c++17".
+fn whole_term(text: &str, start: usize, end: usize) -> bool {
+    let found = &text[start..end];
+    let (Some(first), Some(last)) = (found.chars().next(), found.chars().next_back()) else {
+        return false;
+    };
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    let free = |edge: char, outside: Option<char>| {
+        is_word(edge) || outside.is_none_or(|c| !is_word(c) && c != edge)
+    };
+    free(first, before) && free(last, after)
+}
+
+/// Whether the line around `start..end` is title-cased: the next word is capitalised, or every
+/// other word of four letters or more is.
+fn title_cased_line(text: &str, start: usize, end: usize) -> bool {
+    let line_start = text[..start].rfind('\n').map_or(0, |k| k + 1);
+    let line_end = text[end..].find('\n').map_or(text.len(), |k| end + k);
+    let capitalised = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
+    let letters = |w: &str| w.trim_matches(|c: char| !c.is_alphabetic()).to_string();
+    let next = text[end..line_end]
+        .split_whitespace()
+        .next()
+        .map(letters)
+        .filter(|w| !w.is_empty());
+    if next.as_deref().is_some_and(capitalised) {
+        return true;
+    }
+    let others: Vec<String> = text[line_start..start]
+        .split_whitespace()
+        .chain(text[end..line_end].split_whitespace())
+        .map(letters)
+        .filter(|w| w.chars().count() >= 4 && w.chars().all(char::is_alphabetic))
+        .collect();
+    !others.is_empty() && others.iter().all(|w| capitalised(w))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terms_bounded_by_symbols_and_title_cased_lines() {
+        assert!(whole_term("use C++ here", 4, 7));
+        assert!(whole_term("(c++)", 1, 4));
+        assert!(!whole_term("c+++", 0, 3));
+        assert!(!whole_term("c++17", 0, 3));
+        assert!(whole_term(".NET apps", 0, 4));
+        assert!(!whole_term("x.NET", 1, 5));
+        let t = "### Multiple Policies in a Workspace\n";
+        let at = t.find("Workspace").expect("found");
+        assert!(title_cased_line(t, at, at + 9));
+        let t = "* [Registry Index](reference/registry-index.md)";
+        let at = t.find("Registry").expect("found");
+        assert!(title_cased_line(t, at, at + 8));
+        let t = "Workspace members share one lockfile.";
+        assert!(!title_cased_line(t, 0, 9));
+    }
 
     #[test]
     fn plurals_and_casings() {

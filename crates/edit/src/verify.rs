@@ -322,10 +322,11 @@ pub fn verify(
             });
             continue;
         };
-        // New mentions by (file, start byte), and which of them were matched.
-        let mut new_at: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+        // New mentions by (file, start byte) (several share a start: "Sections 2–5" names
+        // 2, 3, 4 and 5), and which of them were matched.
+        let mut new_at: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
         for (k, m) in a.mentions.iter().enumerate() {
-            new_at.insert((m.file, m.start_byte), k);
+            new_at.entry((m.file, m.start_byte)).or_default().push(k);
         }
         let mut matched = vec![false; a.mentions.len()];
         for (k, m) in d.mentions.iter().enumerate() {
@@ -336,12 +337,15 @@ pub fn verify(
                 }),
                 _ => None,
             };
-            let found: Option<usize> = match map_of(d, m.file, m.start_byte) {
-                Mapped::At(s) => new_at.get(&(m.file, s)).copied(),
-                Mapped::Within(s, e) => {
-                    new_at.range((m.file, s)..=(m.file, e)).next().map(|x| *x.1)
-                }
+            let (s, e) = match map_of(d, m.file, m.start_byte) {
+                Mapped::At(s) => (s, s),
+                Mapped::Within(s, e) => (s, e),
             };
+            let found: Option<usize> = new_at
+                .range((m.file, s)..=(m.file, e))
+                .flat_map(|(_, ks)| ks)
+                .copied()
+                .find(|&k| !matched[k]);
             let Some(n) = found else {
                 // Gone with the text around it (a deleted unit's own references), or rewritten
                 // away on purpose: fine unless it pointed somewhere that still exists and its
@@ -418,7 +422,10 @@ pub fn verify(
             if matched[n] {
                 continue;
             }
-            if !matches!(nm.resolution, Resolution::Resolved { .. }) {
+            if !matches!(
+                nm.resolution,
+                Resolution::Resolved { .. } | Resolution::External { .. }
+            ) {
                 findings.push(Finding {
                     kind: FindingKind::Reference,
                     location: location(d, nm),

@@ -419,21 +419,34 @@ impl Builder {
     /// Prose mentions ("Section 3.2", "Theorem 2") in each unit's own text, with the `skipped`
     /// byte ranges of each file (comments, verbatim, code spans) blanked first.
     pub fn prose_mentions(&mut self, skipped: &[Vec<(usize, usize)>]) {
-        for file in 0..self.texts.len() {
-            if self.doc.files[file].ends_with(".bib") {
-                continue;
-            }
-            let mut masked = self.texts[file].as_bytes().to_vec();
-            for &(s, e) in skipped.get(file).map_or(&[][..], |v| v.as_slice()) {
-                let e = e.min(masked.len());
-                for b in &mut masked[s.min(e)..e] {
-                    if *b != b'\n' {
-                        *b = b' ';
+        let masked: Vec<Option<String>> = (0..self.texts.len())
+            .map(|file| {
+                if self.doc.files[file].ends_with(".bib") {
+                    return None;
+                }
+                let mut masked = self.texts[file].as_bytes().to_vec();
+                for &(s, e) in skipped.get(file).map_or(&[][..], |v| v.as_slice()) {
+                    let e = e.min(masked.len());
+                    for b in &mut masked[s.min(e)..e] {
+                        if *b != b'\n' {
+                            *b = b' ';
+                        }
                     }
                 }
-            }
-            // Blanking every byte of a multi-byte character keeps the text valid UTF-8.
-            let Ok(masked) = String::from_utf8(masked) else {
+                // Blanking every byte of a multi-byte character keeps the text valid UTF-8.
+                String::from_utf8(masked).ok()
+            })
+            .collect();
+        // Works the document cites by name ("the blueprint \cite{x}"), in any of its files.
+        let mut works: Vec<String> = masked
+            .iter()
+            .flatten()
+            .flat_map(|t| crate::prose::cited_works(t))
+            .collect();
+        works.sort();
+        works.dedup();
+        for (file, masked) in masked.iter().enumerate() {
+            let Some(masked) = masked else {
                 continue;
             };
             for (unit, start, end) in own_ranges(&self.doc.units, file) {
@@ -446,7 +459,7 @@ impl Builder {
                 let Some(slice) = masked.get(start..end) else {
                     continue;
                 };
-                for m in crate::prose::find(slice) {
+                for m in crate::prose::find(slice, &works) {
                     let key = TargetKey::Number {
                         family: m.family,
                         number: m.number,
@@ -459,6 +472,12 @@ impl Builder {
                         MentionKind::Prose,
                         key,
                     );
+                    if let (Some(reason), Some(added)) = (m.external, self.doc.mentions.last_mut())
+                    {
+                        added.resolution = Resolution::External {
+                            reason: format!("names a unit of another work: {reason}"),
+                        };
+                    }
                 }
             }
         }

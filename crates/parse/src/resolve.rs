@@ -46,6 +46,10 @@ pub(crate) fn resolve_local(doc: &mut Document) {
     let own_files = relative_files(doc);
     let mut results = Vec::with_capacity(doc.mentions.len());
     for m in &doc.mentions {
+        if let Resolution::External { .. } = m.resolution {
+            results.push(m.resolution.clone());
+            continue;
+        }
         let r = match &m.key {
             TargetKey::Label(l) => match ix.labels.get(l.as_str()) {
                 Some(&u) => resolved(doc, u),

@@ -332,6 +332,9 @@ pub struct IndexConfig {
     pub allow_outside_root: bool,
     /// When another process is writing the graph, wait for it (else stop at once).
     pub wait_for_lock: bool,
+    /// Exit 0 when the graph was committed although some DEPENDS judgments or summaries failed
+    /// (else exit 3).
+    pub allow_partial: bool,
 }
 
 /// Settings of `ledger verify`.

@@ -347,6 +347,13 @@ pub struct CoordinatorReport {
     pub commit: Option<CommitReport>,
 }
 
+impl CoordinatorReport {
+    /// What failed in the graph committed, if anything did (see [`CommitReport::partial`]).
+    pub fn partial(&self) -> Option<String> {
+        self.commit.as_ref().and_then(CommitReport::partial)
+    }
+}
+
 impl std::fmt::Display for CoordinatorReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(c) = &self.commit {

@@ -352,6 +352,14 @@ pub struct CommitReport {
 }
 
 impl CommitReport {
+    /// What failed in the graph committed, if anything did: its DEPENDS judgments that failed.
+    pub fn partial(&self) -> Option<String> {
+        let failed = self.summary.as_ref().map_or(0, |s| s.failed_judgments);
+        (failed > 0).then(|| {
+            format!("{failed} DEPENDS judgments failed; their edges are missing (runs.failed_judgments; retried next run)")
+        })
+    }
+
     /// Version `version` of `graph` found current: nothing read, nothing written.
     pub fn unchanged(graph: &Path, version: u64) -> CommitReport {
         CommitReport {
@@ -424,6 +432,32 @@ pub struct IndexReport {
     pub corpus_seconds: f64,
     /// Document id → the key of its part (see [`crate::corpus::read_documents`]).
     pub parts: BTreeMap<String, String>,
+}
+
+impl IndexReport {
+    /// What failed in this run although the graph was committed, if anything did: DEPENDS
+    /// judgments (their edges are missing) and LLM summaries (the extractive ones stand in).
+    pub fn partial(&self) -> Option<String> {
+        let judged = self.stage.depends.failed.max(
+            self.commit
+                .summary
+                .as_ref()
+                .map_or(0, |s| s.failed_judgments),
+        );
+        let summaries = self.stage.semantic.summary_failures;
+        let mut what = Vec::new();
+        if judged > 0 {
+            what.push(format!(
+                "{judged} DEPENDS judgments failed; their edges are missing (runs.failed_judgments)"
+            ));
+        }
+        if summaries > 0 {
+            what.push(format!(
+                "{summaries} summaries failed; extractive ones stand in"
+            ));
+        }
+        (!what.is_empty()).then(|| format!("{} (retried next run)", what.join("; ")))
+    }
 }
 
 impl fmt::Display for IndexReport {
@@ -673,8 +707,10 @@ pub struct CorpusSummary {
     pub references: usize,
     /// DEPENDS edges from a proof to its statement.
     pub proofs: usize,
-    /// Mentions resolved, broken, ambiguous.
-    pub mentions: (usize, usize, usize),
+    /// Mentions resolved, broken, ambiguous, and external (naming units of other works).
+    pub mentions: (usize, usize, usize, usize),
+    /// DEPENDS judgments that failed (no answer, or none that held): their edges are missing.
+    pub failed_judgments: usize,
     /// Diagnostics per severity (documents' and inputs').
     pub diagnostics: BTreeMap<Severity, usize>,
     /// Seconds of discovery and parsing; 0 when not measured apart (`ledger index` parses
@@ -706,11 +742,17 @@ impl CorpusSummary {
         for u in &doc.units {
             *self.units.entry(u.kind).or_default() += 1;
         }
+        self.failed_judgments += doc
+            .judgments
+            .iter()
+            .filter(|j| matches!(j.outcome, ledger_core::JudgmentOutcome::Failed(_)))
+            .count();
         for m in &doc.mentions {
             match m.resolution {
                 Resolution::Resolved { .. } => self.mentions.0 += 1,
                 Resolution::Ambiguous { .. } => self.mentions.2 += 1,
-                _ => self.mentions.1 += 1,
+                Resolution::External { .. } => self.mentions.3 += 1,
+                Resolution::Broken { .. } | Resolution::Pending => self.mentions.1 += 1,
             }
         }
         self.add_diagnostics(&doc.diagnostics);
@@ -748,11 +790,16 @@ impl fmt::Display for CorpusSummary {
             EdgeKind::Depends.as_str(),
             self.proofs,
         )?;
-        let (resolved, broken, ambiguous) = self.mentions;
+        let (resolved, broken, ambiguous, external) = self.mentions;
+        let external_part = if external > 0 {
+            format!(", {external} naming other works")
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "mentions: {} ({resolved} resolved, {broken} broken, {ambiguous} ambiguous)",
-            resolved + broken + ambiguous
+            "mentions: {} ({resolved} resolved, {broken} broken, {ambiguous} ambiguous{external_part})",
+            resolved + broken + ambiguous + external
         )?;
         writeln!(
             f,
@@ -844,7 +891,7 @@ pub fn verify(
         for m in &doc.mentions {
             let path = doc.files.get(m.file).map_or("", String::as_str).to_string();
             let message = match &m.resolution {
-                Resolution::Resolved { .. } => continue,
+                Resolution::Resolved { .. } | Resolution::External { .. } => continue,
                 Resolution::Broken { reason } => {
                     broken += 1;
                     format!("error: broken reference `{}`: {reason}", m.text)

@@ -206,9 +206,9 @@ fn mentions_batch(docs: &[&Document]) -> Result<RecordBatch> {
     let keys: Vec<String> = rows.iter().map(|(_, m)| m.key.to_string()).collect();
     let target = |m: &ledger_core::Mention| match &m.resolution {
         Resolution::Resolved { doc, unit } => (Some(doc.clone()), Some(unit.clone()), None),
-        Resolution::Broken { reason } | Resolution::Ambiguous { reason } => {
-            (None, None, Some(reason.clone()))
-        }
+        Resolution::Broken { reason }
+        | Resolution::Ambiguous { reason }
+        | Resolution::External { reason } => (None, None, Some(reason.clone())),
         Resolution::Pending => (None, None, Some("not resolved".to_string())),
     };
     let targets: Vec<(Option<String>, Option<String>, Option<String>)> =

@@ -57,15 +57,44 @@ fn rename_term_across_the_cargo_book_keeps_every_link_and_undo_restores() {
     assert_ne!(edited, original);
     // No link or anchor broke: the same references resolve (ledger verify's summary).
     assert_eq!(verify_summary(p), before, "{err}");
-    // Headings that contained the term got new anchors; the links to them followed.
-    let links: usize = err
-        .split(" links to renamed headings")
-        .next()
-        .and_then(|s| s.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .expect("summary line");
-    println!("{err}");
-    assert!(links > 0, "{err}");
+    // Headings that contained the term keep their old anchors; title case stays title case.
+    let count = |err: &str, what: &str| -> usize {
+        err.split(what)
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` in {err}"))
+    };
+    assert!(count(&err, " renamed headings keeping") > 0, "{err}");
+    assert_eq!(count(&err, " links to renamed headings"), 0, "{err}");
+    assert!(
+        diff.contains(
+            "+### Multiple Policies in a Project Group {#multiple-policies-in-a-workspace}"
+        ),
+        "{diff}"
+    );
+    assert!(diff.contains("+# Project groups {#workspaces}"), "{diff}");
+    let o = ledger(&["undo", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(snapshot(&book), original);
+    // Without kept anchors, the links in the book follow the new anchors.
+    let o = ledger(&[
+        "rename-term",
+        "workspace",
+        "project group",
+        p,
+        "--no-keep-anchors",
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(count(&err, " links to renamed headings") > 0, "{err}");
+    assert!(
+        !stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("+#") && l.contains(" {#")),
+        "no anchor added"
+    );
+    assert_eq!(verify_summary(p), before, "{err}");
     let o = ledger(&["undo", p]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(snapshot(&book), original);
@@ -211,6 +240,40 @@ fn insert_and_delete_on_a_shared_paper_keep_every_reference() {
         "{err}"
     );
     assert_eq!(snapshot(&paper), edited, "nothing written");
+}
+
+#[test]
+fn numbers_naming_sections_of_another_work_are_not_renumbered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = dir.path().join("paper");
+    copy_dir(&root().join("datasets/paper-carleson-lean"), &paper);
+    let main = paper.join("main.tex");
+    let text = std::fs::read_to_string(&main).expect("read");
+    // Sections of the blueprint: cited after the list, or named "the blueprint" elsewhere.
+    let external = [
+        "Sections 5, 6 and 7 of the blueprint \\cite{CarlesonBlueprint}",
+        "Section~6 of the blueprint gives",
+        "Section~7 of the blueprint estimates the Carleson operator on such a forest.\nSection~5 gives",
+        "chapters 2 through 7 of the blueprint",
+    ];
+    for e in external {
+        assert!(text.contains(e), "{e}");
+    }
+    // The paper's own sections 3 to 6 become 4 to 7.
+    let o = ledger(&[
+        "insert",
+        "--before",
+        "sec:org",
+        "--text",
+        "\\section{Reading guide}\\label{sec:guide}\nThe organization follows in \\Cref{sec:org}.",
+        paper.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = std::fs::read_to_string(&main).expect("read");
+    assert_ne!(after, text);
+    for e in external {
+        assert!(after.contains(e), "renumbered: {e}");
+    }
 }
 
 /// `ledger edit` against the local OpenAI-compatible server with scripted answers.

@@ -132,6 +132,66 @@ fn llm_judgments_are_persisted_and_reused_by_the_next_run() {
     assert_eq!(int(&edges2[0]["n"]), int(&edges[0]["n"]));
 }
 
+#[test]
+fn failed_judgments_commit_the_graph_and_exit_3_unless_partial_is_allowed() {
+    // A port nothing listens on: every request fails at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let notes = dir.path().join("notes.md");
+    std::fs::write(
+        &notes,
+        "# Notes\n\nA *lockfile* records the resolved versions.\n\n\
+         The lockfile is committed with the sources.\n\n\
+         A build reads the lockfile first.\n",
+    )
+    .expect("write");
+    let graph = dir.path().join("graph");
+    let args = |extra: &'static str| {
+        let mut a = vec![
+            "index".to_string(),
+            notes.display().to_string(),
+            "--out".into(),
+            graph.display().to_string(),
+            "--no-related".into(),
+            "--judge".into(),
+            "llm".into(),
+        ];
+        if !extra.is_empty() {
+            a.push(extra.into());
+        }
+        a
+    };
+    let run = |extra: &'static str| {
+        Command::new(env!("CARGO_BIN_EXE_ledger"))
+            .args(args(extra))
+            .env_remove("LEDGER_CONFIG")
+            .env("LEDGER_LLM_URL", &url)
+            .env("LEDGER_LLM_MODEL", "gone")
+            .env("LEDGER_LLM_MAX_RETRIES", "0")
+            .output()
+            .expect("ledger runs")
+    };
+    let o = run("");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("DEPENDS judgments failed"), "{err}");
+    // Committed all the same, and the graph says what failed.
+    let runs = sql(&graph, RUNS);
+    assert!(int(&runs[0]["failed_judgments"]) >= 2, "{runs}");
+    let o = run("--allow-partial");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: the graph was committed, but"),
+        "{err}"
+    );
+    assert_eq!(sql(&graph, RUNS).as_array().map(Vec::len), Some(2));
+}
+
 /// The llama.cpp server and model that `tests/run` installs, unless told to skip.
 fn llama() -> Option<(String, String)> {
     let server = std::env::var("LEDGER_LLAMA_SERVER").ok();

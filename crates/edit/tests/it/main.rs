@@ -416,7 +416,7 @@ fn edits_of_a_latin1_document_write_latin1_and_change_only_what_they_change() {
 
     // A term with an accent, renamed: written in Latin-1.
     let sources = Sources::read(&inputs).expect("sources");
-    let plan = plan_rename_term(&sources, "Naïve", "Candide", &[]).expect("plan");
+    let plan = plan_rename_term(&sources, "Naïve", "Candide", &[], true).expect("plan");
     assert_eq!(plan.occurrences, 1);
     write_checked(&sources, plan.checked, false, &[]).expect("write");
     let now = std::fs::read(&chapter).expect("chapter");
@@ -429,7 +429,7 @@ fn edits_of_a_latin1_document_write_latin1_and_change_only_what_they_change() {
 
     // A character Latin-1 cannot hold: refused, nothing written.
     let sources = Sources::read(&inputs).expect("sources");
-    let err = plan_rename_term(&sources, "Naïve", "Naïve→", &[])
+    let err = plan_rename_term(&sources, "Naïve", "Naïve→", &[], true)
         .and_then(|plan| write_checked(&sources, plan.checked, false, &[]))
         .expect_err("an arrow is not Latin-1");
     assert!(err.to_string().contains("windows-1252"), "{err}");
@@ -496,4 +496,64 @@ fn an_incomplete_undo_record_is_passed_over_and_the_records_stay_out_of_git() {
     assert_eq!(last_record(&undo_root), Some(record.clone()));
     undo(&record).expect("undo");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "old");
+}
+
+#[test]
+fn rename_term_finds_symbol_terms_keeps_title_case_and_old_anchors() {
+    use ledger_edit::{Sources, plan_rename_term};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("guide");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let file = root.join("guide.md");
+    let text = "# Guide\n\n## Building C++ Code\n\nSome C++ and c++ code, not c+++ nor c++17.\n\n\
+                See [building](#building-c-code).\n\n## Registry Index\n\nThe registry lists crates.\n";
+    std::fs::write(&file, text).expect("write");
+    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let broken = |docs: &[Document]| {
+        docs.iter()
+            .flat_map(|d| &d.mentions)
+            .filter(|m| !matches!(m.resolution, ledger_core::Resolution::Resolved { .. }))
+            .count()
+    };
+    assert_eq!(
+        broken(&sources.docs),
+        0,
+        "the link resolves before the edit"
+    );
+    let edited = |plan: &ledger_edit::RenamePlan| {
+        assert!(
+            plan.checked.findings.is_empty(),
+            "{:?}",
+            plan.checked.findings
+        );
+        plan.checked.edited[&file].clone()
+    };
+    // `c++` is found although `\b` cannot end it; `c+++` and `c++17` are other words. The
+    // heading keeps its old anchor, so the link (and any from outside) still lands.
+    let plan = plan_rename_term(&sources, "c++", "Rust", &[], true).expect("plan");
+    assert_eq!((plan.occurrences, plan.anchors_kept, plan.links), (3, 1, 0));
+    let new = edited(&plan);
+    assert!(
+        new.contains("## Building Rust Code {#building-c-code}\n"),
+        "{new}"
+    );
+    assert!(
+        new.contains("Some Rust and Rust code, not c+++ nor c++17."),
+        "{new}"
+    );
+    assert!(new.contains("[building](#building-c-code)"), "{new}");
+    // Without kept anchors the link follows the new one.
+    let plan = plan_rename_term(&sources, "c++", "Rust", &[], false).expect("plan");
+    assert_eq!((plan.occurrences, plan.anchors_kept, plan.links), (3, 0, 1));
+    let new = edited(&plan);
+    assert!(new.contains("## Building Rust Code\n"), "{new}");
+    assert!(new.contains("[building](#building-rust-code)"), "{new}");
+    // A title-cased heading stays title-cased; a sentence keeps sentence case.
+    let plan = plan_rename_term(&sources, "registry", "package index", &[], true).expect("plan");
+    let new = edited(&plan);
+    assert!(
+        new.contains("## Package Index Index {#registry-index}\n"),
+        "{new}"
+    );
+    assert!(new.contains("The package index lists crates."), "{new}");
 }

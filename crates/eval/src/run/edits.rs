@@ -145,7 +145,9 @@ pub fn evaluate(dir: &Path, g: &Generated, per_category: usize) -> Result<Vec<Ou
                         old_plural,
                         new_plural,
                     }) => {
-                        let plan = ledger_edit::plan_rename_term(&sources, old, new, &[])?;
+                        // As an author's commit renames: links follow the headings' new
+                        // anchors (`--no-keep-anchors`), which the consistency rule expects.
+                        let plan = ledger_edit::plan_rename_term(&sources, old, new, &[], false)?;
                         let naive = original
                             .match_indices(old.as_str())
                             .map(|(k, _)| replacement(&main, k, k + old.len(), new))
