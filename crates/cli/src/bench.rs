@@ -213,7 +213,9 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
 
 /// Deletes a benchmark's job queue and its dead-letter queue (the benchmark's queues go with it).
 pub(crate) fn delete_queue(queue: &str) -> Result<()> {
-    let amqp = crate::config::load(None)?.queue.amqp;
+    let amqp = crate::config::load(None, &std::env::current_dir().unwrap_or_default())?
+        .queue
+        .amqp;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?

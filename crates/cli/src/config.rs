@@ -1,4 +1,5 @@
-//! Loading the configuration: built-in defaults (`configs/default.toml`), then a file, then
+//! Loading the configuration: built-in defaults (`configs/default.toml`), then the project's
+//! `ledger.toml` (found upward from the inputs), then a file (`--config`), then
 //! `LEDGER_<SECTION>_<KEY>` environment variables (command-line flags come last, per command).
 //! The types, with their closed choices, are `ledger_pipeline::config`'s.
 
@@ -6,12 +7,69 @@ use anyhow::{Context, Result};
 use ledger_pipeline::config::{Config, DEFAULT_TOML};
 use std::path::Path;
 
-/// Loads the defaults, merges `file` (if any), then the environment; a setting of the wrong
-/// type or outside its choices is an error here, before any work.
-pub fn load(file: Option<&Path>) -> Result<Config> {
+/// The project configuration's file name.
+pub const PROJECT_FILE: &str = "ledger.toml";
+
+/// Settings a project's `ledger.toml` may not make: it travels with the documents, which must
+/// not choose endpoints, credentials, brokers, storage or reads outside their folders. They come
+/// from `--config`, the environment or flags.
+const NOT_FROM_A_PROJECT: [&str; 8] = [
+    "index.allow_outside_root",
+    "embed.url",
+    "embed.api_key_env",
+    "embed.model_dir",
+    "llm.url",
+    "llm.api_key_env",
+    "queue.",
+    "store.",
+];
+
+/// The `ledger.toml` in `start`'s folder (or `start`, a folder) or the nearest folder above.
+pub fn find_project(start: &Path) -> Option<std::path::PathBuf> {
+    let start = std::fs::canonicalize(start).ok()?;
+    let first = if start.is_dir() {
+        Some(start.as_path())
+    } else {
+        start.parent()
+    };
+    first?
+        .ancestors()
+        .map(|d| d.join(PROJECT_FILE))
+        .find(|f| f.is_file())
+}
+
+/// Loads the defaults, merges the project's `ledger.toml` found from `start` (if any), then
+/// `file` (if any), then the environment; a setting of the wrong type or outside its choices is
+/// an error here, before any work.
+pub fn load(file: Option<&Path>, start: &Path) -> Result<Config> {
     let mut value: toml::Table = DEFAULT_TOML
         .parse()
         .context("built-in configs/default.toml")?;
+    if let Some(project) = find_project(start) {
+        let text = std::fs::read_to_string(&project)
+            .with_context(|| format!("reading config {}", project.display()))?;
+        let user: toml::Table = text
+            .parse()
+            .with_context(|| format!("parsing config {}", project.display()))?;
+        for (section, entries) in &user {
+            let keys: Vec<String> = match entries {
+                toml::Value::Table(t) => t.keys().map(|k| format!("{section}.{k}")).collect(),
+                _ => vec![format!("{section}.")],
+            };
+            if let Some(key) = keys.iter().find(|k| {
+                NOT_FROM_A_PROJECT
+                    .iter()
+                    .any(|n| k.starts_with(n) && (n.ends_with('.') || k == n))
+            }) {
+                anyhow::bail!(
+                    "{}: {key} cannot be set by a project's {PROJECT_FILE} (it travels with the documents); set it with --config, LEDGER_* variables or flags",
+                    project.display()
+                );
+            }
+        }
+        tracing::debug!(config = %project.display(), "project configuration");
+        merge(&mut value, user, &project)?;
+    }
     if let Some(path) = file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config {}", path.display()))?;
@@ -90,7 +148,7 @@ mod tests {
 
     #[test]
     fn defaults_load() {
-        let c = load(None).expect("defaults load");
+        let c = load(None, Path::new("/")).expect("defaults load");
         assert_eq!(c.sql.format, ledger_pipeline::SqlFormat::Table);
     }
 
@@ -112,6 +170,38 @@ mod tests {
                 .then(|| "many".into()))
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_project_config_is_found_upward_and_may_not_choose_endpoints() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let docs = dir.path().join("book/src");
+        std::fs::create_dir_all(&docs).expect("mkdir");
+        std::fs::write(docs.join("intro.md"), "# Intro\n").expect("write");
+        let project = dir.path().join("book").join(PROJECT_FILE);
+        std::fs::write(
+            &project,
+            "[index]\nexclude = [\"drafts/\"]\n[sql]\nformat = \"csv\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            find_project(&docs.join("intro.md")),
+            std::fs::canonicalize(&project).ok()
+        );
+        let c = load(None, &docs).expect("loads");
+        assert_eq!(c.index.exclude, vec!["drafts/".to_string()]);
+        assert_eq!(c.sql.format, ledger_pipeline::SqlFormat::Csv);
+        // --config comes after it.
+        let file = dir.path().join("mine.toml");
+        std::fs::write(&file, "[sql]\nformat = \"json\"\n").expect("write");
+        let c = load(Some(&file), &docs).expect("loads");
+        assert_eq!(c.sql.format, ledger_pipeline::SqlFormat::Json);
+        // Endpoints are not the documents' to choose.
+        std::fs::write(&project, "[llm]\nurl = \"http://attacker.example/v1\"\n").expect("write");
+        let err = load(None, &docs).expect_err("refused");
+        assert!(err.to_string().contains("llm.url cannot be set"), "{err}");
+        std::fs::write(&project, "[queue]\njobs = \"x\"\n").expect("write");
+        assert!(load(None, &docs).is_err());
     }
 
     #[test]

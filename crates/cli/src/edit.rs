@@ -188,6 +188,13 @@ pub struct LlmEditArgs {
     edit: EditArgs,
 }
 
+impl LlmEditArgs {
+    /// The inputs, graph and dry run.
+    pub fn edit(&self) -> &EditArgs {
+        &self.edit
+    }
+}
+
 /// `ledger edit`: the LLM edit loop, then as every edit.
 pub fn llm_edit(args: &LlmEditArgs, config: &Config) -> Result<ExitCode> {
     let edit = &args.edit;

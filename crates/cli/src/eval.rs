@@ -25,8 +25,8 @@ pub struct EvalArgs {
     /// Seed of the generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// The shared corpora, for the real-data cases (full run only).
-    #[arg(long, env = "LEDGER_CORPORA", default_value = "../shared/corpora")]
+    /// The real corpora, for the real-data cases (full run only).
+    #[arg(long, env = "LEDGER_CORPORA", default_value = "datasets")]
     pub corpora: PathBuf,
     /// Token budget of the budgeted strategies, as a share of the document's tokens.
     #[arg(long, default_value_t = 0.10)]
@@ -76,15 +76,15 @@ pub enum Subcommand {
         format: String,
     },
     /// References and printed numbers against the `.aux` pdflatex wrote, on the bundled LaTeX
-    /// documents (`datasets/latex-features`, `datasets/ground-truth`) and, when found, the shared
-    /// corpora those `.aux` files belong to: per document and in total, the share of references
+    /// documents (`datasets/latex-features`, and the real corpora of `datasets/` with the `.aux`
+    /// files of `datasets/ground-truth`): per document and in total, the share of references
     /// LEDGER resolves to the labelled unit and the share of labels whose number equals LaTeX's.
     Latex {
         /// The bundled datasets folder.
         #[arg(long, default_value = "datasets")]
         datasets: PathBuf,
-        /// The shared corpora (documents of `datasets/ground-truth` not bundled).
-        #[arg(long, env = "LEDGER_CORPORA", default_value = "../shared/corpora")]
+        /// The real corpora the `.aux` files of `datasets/ground-truth` belong to.
+        #[arg(long, env = "LEDGER_CORPORA", default_value = "datasets")]
         corpora: PathBuf,
         /// Print every miss (default: the first few per document).
         #[arg(long)]

@@ -92,6 +92,13 @@ pub struct CoordinatorArgs {
     pipeline: PipelineArgs,
 }
 
+impl CoordinatorArgs {
+    /// The inputs.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+}
+
 /// `ledger coordinator`: exit 1 when a document ended in the dead-letter queue, 3 when the
 /// graph is partial.
 pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
@@ -171,22 +178,71 @@ pub fn worker(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `ledger verify PATH...`: findings like a compiler's; exit 1 when the check failed.
-pub fn verify(
-    paths: &[PathBuf],
-    fail_on_ambiguous: bool,
-    no_diagnostics: bool,
-    config: &Config,
-) -> Result<ExitCode> {
+/// How `ledger verify` prints its findings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerifyFormat {
+    /// `file:line:col: level: message`, like a compiler.
+    Text,
+    /// One JSON object per finding and line.
+    Json,
+    /// One SARIF 2.1.0 log.
+    Sarif,
+    /// GitHub Actions workflow annotations.
+    Github,
+}
+
+/// `ledger verify`'s flags.
+pub struct VerifyOptions {
+    /// Ambiguous references fail the check too.
+    pub fail_on_ambiguous: bool,
+    /// Only references and unreadable documents, not other diagnostics.
+    pub no_diagnostics: bool,
+    /// How to print.
+    pub format: VerifyFormat,
+    /// Findings already known.
+    pub baseline: Option<PathBuf>,
+    /// Globs to leave out, added to `index.exclude`.
+    pub exclude: Vec<String>,
+}
+
+/// `ledger verify PATH...`: findings on stdout in the format asked, the summary on stderr; exit
+/// 1 when the check failed.
+pub fn verify(paths: &[PathBuf], options: &VerifyOptions, config: &Config) -> Result<ExitCode> {
     let mut c = config.verify.clone();
-    c.fail_on_ambiguous |= fail_on_ambiguous;
-    c.show_diagnostics &= !no_diagnostics;
-    let report = ledger_pipeline::index::verify(paths, &config.index, &c)?;
-    for line in &report.lines {
-        outln!("{line}");
+    c.fail_on_ambiguous |= options.fail_on_ambiguous;
+    c.show_diagnostics &= !options.no_diagnostics;
+    let baseline = match &options.baseline {
+        Some(path) => ledger_pipeline::verify::read_baseline(path)?,
+        None => Default::default(),
+    };
+    let mut index = config.index.clone();
+    index.exclude.extend(options.exclude.iter().cloned());
+    let report = ledger_pipeline::verify::verify(paths, &index, &c, &baseline)?;
+    match options.format {
+        VerifyFormat::Text => {
+            for f in &report.findings {
+                outln!("{f}");
+            }
+        }
+        VerifyFormat::Json => {
+            for f in &report.findings {
+                outln!("{}", f.to_json());
+            }
+        }
+        VerifyFormat::Sarif => outln!("{:#}", report.sarif()),
+        VerifyFormat::Github => {
+            for f in &report.findings {
+                outln!("{}", f.github_annotation());
+            }
+        }
     }
+    let suppressed = if report.suppressed > 0 {
+        format!(" ({} suppressed)", report.suppressed)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "{} documents, {} references: {} broken, {} ambiguous",
+        "{} documents, {} references: {} broken, {} ambiguous{suppressed}",
         report.documents, report.mentions, report.broken, report.ambiguous
     );
     Ok(if report.failed {

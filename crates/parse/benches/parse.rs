@@ -1,4 +1,4 @@
-//! `cargo bench -p ledger-parse`: parse throughput on the shared corpora (or `LEDGER_CORPORA`),
+//! `cargo bench -p ledger-parse`: parse throughput on the real corpora in `datasets/` (or `LEDGER_CORPORA`),
 //! then the two exact cl100k encoders compared on the same units (`bpe-openai`, which LEDGER
 //! uses, against `tiktoken-rs`); `LEDGER_BENCH_TOKENS=0` leaves out everything with tokens.
 
@@ -7,9 +7,7 @@ use std::time::Instant;
 fn main() {
     let dir = std::env::var_os("LEDGER_CORPORA")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
-        });
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets"));
     let repeat = 5;
     let with_tokens = std::env::var("LEDGER_BENCH_TOKENS").map_or(true, |v| v != "0");
     let (bytes, docs, rows) =

@@ -83,6 +83,17 @@ pub fn parse(source: &Source, tokenizer: Option<&Tokenizer>) -> Document {
 /// no other LaTeX file includes. Files of other kinds are skipped; inputs that do not exist or
 /// are not LaTeX or Markdown are reported as diagnostics.
 pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
+    discover_excluding(inputs, &[])
+}
+
+/// [`discover`], leaving out what a folder's `.gitignore`, `.ignore` or `.git/info/exclude`
+/// files ignore (in a git repository or not) and what the `exclude` globs match (relative to each
+/// input folder, as in `.gitignore`: `drafts/`, `*.draft.md`, `chapter/old-*.tex`). A file named
+/// as an input is never left out. A glob that does not parse is an error diagnostic.
+pub fn discover_excluding(
+    inputs: &[PathBuf],
+    exclude: &[String],
+) -> (Vec<Source>, Vec<Diagnostic>) {
     let mut sources = Vec::new();
     let mut diags = Vec::new();
     for input in inputs {
@@ -131,7 +142,7 @@ pub fn discover(inputs: &[PathBuf]) -> (Vec<Source>, Vec<Diagnostic>) {
                 }),
             }
         } else if input.is_dir() {
-            discover_dir(input, &mut sources, &mut diags);
+            discover_dir(input, exclude, &mut sources, &mut diags);
         } else {
             diags.push(Diagnostic {
                 path: input.display().to_string(),
@@ -163,7 +174,12 @@ fn format_of(p: &Path) -> Option<Format> {
     }
 }
 
-fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnostic>) {
+fn discover_dir(
+    dir: &Path,
+    exclude: &[String],
+    sources: &mut Vec<Source>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let name = dir
         .canonicalize()
         .ok()
@@ -178,17 +194,52 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
             format!("{name}/{rel}")
         }
     };
+    let mut overrides = ignore::overrides::OverrideBuilder::new(dir);
+    for glob in exclude {
+        if let Err(e) = overrides.add(&format!("!{glob}")) {
+            diags.push(Diagnostic {
+                path: format!("--exclude {glob}"),
+                line: 0,
+                severity: Severity::Error,
+                message: format!("not a glob: {e}"),
+            });
+            return;
+        }
+    }
+    let overrides = match overrides.build() {
+        Ok(o) => o,
+        Err(e) => {
+            diags.push(Diagnostic {
+                path: "--exclude".into(),
+                line: 0,
+                severity: Severity::Error,
+                message: format!("not a glob: {e}"),
+            });
+            return;
+        }
+    };
     let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(dir)
-        .sort_by_file_name()
-        .into_iter()
+    // As ripgrep walks, without the user's global git excludes (the same inputs give the same
+    // documents on every machine); hidden files and build folders skipped.
+    let walker = ignore::WalkBuilder::new(dir)
+        .hidden(true)
+        .parents(true)
+        .ignore(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .require_git(false)
+        .follow_links(false)
+        .overrides(overrides)
+        .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|e| {
             let n = e.file_name().to_string_lossy();
-            e.depth() == 0 || !(n.starts_with('.') || n == "target" || n == "node_modules")
+            e.depth() == 0 || !(n == "target" || n == "node_modules")
         })
-    {
+        .build();
+    for entry in walker {
         match entry {
-            Ok(e) if e.file_type().is_file() => files.push(e.into_path()),
+            Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => files.push(e.into_path()),
             Ok(e)
                 if e.path_is_symlink() && (format_of(e.path()).is_some() || e.path().is_dir()) =>
             {
@@ -201,10 +252,15 @@ fn discover_dir(dir: &Path, sources: &mut Vec<Source>, diags: &mut Vec<Diagnosti
                 })
             }
             Ok(_) => {}
+            // A line of an ignore file that does not parse is skipped, with a warning.
+            Err(e) if e.is_partial() => diags.push(Diagnostic {
+                path: dir.display().to_string(),
+                line: 0,
+                severity: Severity::Warning,
+                message: format!("ignore file: {e}"),
+            }),
             Err(e) => diags.push(Diagnostic {
-                path: e
-                    .path()
-                    .map_or_else(|| dir.display().to_string(), |p| p.display().to_string()),
+                path: dir.display().to_string(),
                 line: 0,
                 severity: Severity::Error,
                 message: format!("cannot walk: {e}"),

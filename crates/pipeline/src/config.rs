@@ -330,6 +330,9 @@ pub struct IndexConfig {
     pub progress: bool,
     /// Let documents read files outside their input root (see [`ledger_parse::Source::root`]).
     pub allow_outside_root: bool,
+    /// Globs of files and folders under the input folders to leave out (as in `.gitignore`,
+    /// which is honoured too).
+    pub exclude: Vec<String>,
     /// When another process is writing the graph, wait for it (else stop at once).
     pub wait_for_lock: bool,
     /// Exit 0 when the graph was committed although some DEPENDS judgments or summaries failed

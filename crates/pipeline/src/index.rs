@@ -2,9 +2,7 @@
 //! discover, parse in parallel, run every document through the document stage (reusing
 //! unchanged parts), then the corpus stage, then commit a graph version.
 
-use crate::config::{
-    EmbedderKind, IndexConfig, JudgeKind, RelatedConfig, SummarizerKind, VerifyConfig,
-};
+use crate::config::{EmbedderKind, IndexConfig, JudgeKind, RelatedConfig, SummarizerKind};
 use crate::stage::{DocReport, Part, Stage, part_key};
 use crate::{Error, Progress, Result};
 use ledger_core::{Diagnostic, Document, EdgeKind, Resolution, Severity, UnitKind};
@@ -49,13 +47,14 @@ pub(crate) fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
         .map_err(|e| Error::Invalid(format!("starting worker threads: {e}")))
 }
 
-/// The documents under `paths` (see `ledger_parse::discover`), their reads confined to the
-/// folders they were found in unless `config.allow_outside_root`.
+/// The documents under `paths` (see `ledger_parse::discover_excluding`; `config.exclude` left
+/// out), their reads confined to the folders they were found in unless
+/// `config.allow_outside_root`.
 fn discover(
     paths: &[PathBuf],
     config: &IndexConfig,
 ) -> (Vec<ledger_parse::Source>, Vec<Diagnostic>) {
-    let (mut sources, diagnostics) = ledger_parse::discover(paths);
+    let (mut sources, diagnostics) = ledger_parse::discover_excluding(paths, &config.exclude);
     if config.allow_outside_root {
         for s in &mut sources {
             s.root = None;
@@ -102,7 +101,7 @@ pub fn discover_inputs(
 }
 
 /// An error naming every input that is not there or not a document (the discovery's errors).
-fn refuse_bad_inputs(diagnostics: &[Diagnostic]) -> Result<()> {
+pub(crate) fn refuse_bad_inputs(diagnostics: &[Diagnostic]) -> Result<()> {
     let bad_inputs: Vec<String> = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -824,117 +823,6 @@ impl fmt::Display for CorpusSummary {
         }
         Ok(())
     }
-}
-
-/// One finding of `ledger verify`, located like a compiler's.
-#[derive(Debug, Clone)]
-pub struct VerifyLine {
-    /// The file.
-    pub path: String,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub col: usize,
-    /// `error: broken reference …`, `warning: …`.
-    pub message: String,
-}
-
-impl fmt::Display for VerifyLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.path, self.line, self.col, self.message
-        )
-    }
-}
-
-/// What `ledger verify` found.
-#[derive(Debug, Clone)]
-pub struct VerifyReport {
-    /// Findings, document by document.
-    pub lines: Vec<VerifyLine>,
-    /// Documents checked.
-    pub documents: usize,
-    /// References checked.
-    pub mentions: usize,
-    /// Broken references.
-    pub broken: usize,
-    /// Ambiguous references.
-    pub ambiguous: usize,
-    /// Whether the check failed (broken references, ambiguous ones when they count, documents that
-    /// could not be read).
-    pub failed: bool,
-}
-
-/// `ledger verify PATH...`: every broken and ambiguous reference (and diagnostic).
-pub fn verify(
-    paths: &[PathBuf],
-    index: &IndexConfig,
-    config: &VerifyConfig,
-) -> Result<VerifyReport> {
-    let mut index = index.clone();
-    index.count_tokens = false;
-    let mut corpus = load(paths, &index, &crate::Quiet)?;
-    // An input that is not there is a usage error, as for `index`; not a finding.
-    refuse_bad_inputs(&corpus.diagnostics)?;
-    ledger_parse::resolve_corpus(&mut corpus.docs);
-    let mut lines = Vec::new();
-    let (mut broken, mut ambiguous) = (0, 0);
-    let diagnostic = |d: &Diagnostic| VerifyLine {
-        path: d.path.clone(),
-        line: d.line,
-        col: 1,
-        message: format!("{}: {}", d.severity.as_str(), d.message),
-    };
-    for doc in &corpus.docs {
-        for m in &doc.mentions {
-            let path = doc.files.get(m.file).map_or("", String::as_str).to_string();
-            let message = match &m.resolution {
-                Resolution::Resolved { .. } | Resolution::External { .. } => continue,
-                Resolution::Broken { reason } => {
-                    broken += 1;
-                    format!("error: broken reference `{}`: {reason}", m.text)
-                }
-                Resolution::Pending => {
-                    broken += 1;
-                    format!("error: broken reference `{}`: not resolved", m.text)
-                }
-                Resolution::Ambiguous { reason } => {
-                    ambiguous += 1;
-                    let level = if config.fail_on_ambiguous {
-                        "error"
-                    } else {
-                        "warning"
-                    };
-                    format!("{level}: ambiguous reference `{}`: {reason}", m.text)
-                }
-            };
-            lines.push(VerifyLine {
-                path,
-                line: m.line,
-                col: m.col,
-                message,
-            });
-        }
-        // A document's own errors (unreadable, binary) fail the check and are always shown.
-        lines.extend(
-            doc.diagnostics
-                .iter()
-                .filter(|d| config.show_diagnostics || d.severity == Severity::Error)
-                .map(diagnostic),
-        );
-    }
-    lines.extend(corpus.diagnostics.iter().map(diagnostic));
-    let unreadable = !corpus.document_errors().is_empty();
-    Ok(VerifyReport {
-        documents: corpus.docs.len(),
-        mentions: corpus.docs.iter().map(|d| d.mentions.len()).sum(),
-        failed: broken > 0 || (config.fail_on_ambiguous && ambiguous > 0) || unreadable,
-        lines,
-        broken,
-        ambiguous,
-    })
 }
 
 /// The judge, embedder and summarizer a graph was built with (`None`: that layer was off), so

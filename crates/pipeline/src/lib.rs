@@ -14,6 +14,7 @@ pub mod llm_edit;
 pub mod retrieval;
 pub mod semantic;
 pub mod stage;
+pub mod verify;
 
 pub use config::{Config, EmbedderKind, JudgeKind, RelatedScope, SqlFormat, SummarizerKind};
 pub use index::{Corpus, CorpusSummary, IndexJob, IndexReport};

@@ -209,9 +209,14 @@ fn corpus(dir: &Path) -> PathBuf {
     let from = root().join("datasets");
     for entry in walk(&from) {
         let rel = entry.strip_prefix(&from).expect("under datasets");
-        if ["classes", "encodings", "papers"]
+        let big = super::BIG_CORPORA
             .iter()
-            .any(|f| rel.starts_with(Path::new("latex-features").join(f)))
+            .chain(&["edit-history", "ground-truth"])
+            .any(|f| rel.starts_with(f));
+        if big
+            || ["classes", "encodings", "papers"]
+                .iter()
+                .any(|f| rel.starts_with(Path::new("latex-features").join(f)))
         {
             continue;
         }
@@ -476,12 +481,9 @@ fn bench(args: &[&str]) -> String {
 #[test]
 fn the_distributed_benchmark_reports_every_mode() {
     let Some(_broker) = broker() else { return };
-    let table = bench(&[
-        "distributed",
-        s(&root().join("datasets")),
-        "--workers",
-        "1,2",
-    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = super::small_datasets(dir.path());
+    let table = bench(&["distributed", s(&input), "--workers", "1,2"]);
     for row in [
         "| embedded (all cores) |",
         "| 1 worker |",

@@ -2,7 +2,7 @@
 //! judgments persisted in Parquet and reused by the next run), and against a real llama.cpp
 //! server with a small model.
 
-use super::{root, server, sql, stdout};
+use super::{server, sql, stdout};
 use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ fn llm_judgments_are_persisted_and_reused_by_the_next_run() {
     let server = server::FakeServer::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let graph = dir.path().join("graph");
-    let datasets = root().join("datasets");
+    let datasets = super::small_datasets(dir.path());
     let input = datasets.to_str().expect("utf8");
     let out = graph.to_str().expect("utf8");
 

@@ -48,10 +48,10 @@ fn copy_dir(from: &Path, to: &Path) {
 fn corpora() -> PathBuf {
     let dir = std::env::var_os("LEDGER_CORPORA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/corpora"));
+        .unwrap_or_else(|| root().join("datasets"));
     assert!(
         dir.join("README.md").is_file(),
-        "shared corpora not found at {}",
+        "real corpora not found at {}",
         dir.display()
     );
     dir
@@ -75,8 +75,44 @@ fn index_into(input: &Path, out: &Path, extra: &[&str]) -> Output {
     o
 }
 
+/// The real corpora bundled in `datasets/` that most tests leave out: indexed whole they take
+/// minutes (MiniLM, a debug build); the tests that need them name them.
+const BIG_CORPORA: [&str; 5] = [
+    "cargo-book",
+    "carleson-blueprint",
+    "hott-book",
+    "paper-sympy",
+    "rust-book",
+];
+
+/// `datasets/` without [`BIG_CORPORA`] and without what is not a document (git bundles, `.aux`
+/// ground truth), copied to `parent/datasets` so that document ids stay `datasets/…`.
+fn small_datasets(parent: &Path) -> PathBuf {
+    let to = parent.join("datasets");
+    std::fs::create_dir_all(&to).expect("mkdir");
+    for e in std::fs::read_dir(root().join("datasets"))
+        .expect("read_dir")
+        .flatten()
+    {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if BIG_CORPORA.contains(&name.as_ref()) || name == "edit-history" || name == "ground-truth"
+        {
+            continue;
+        }
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
+        }
+    }
+    to
+}
+
+/// Indexes [`small_datasets`] (copied beside `out`) into `out`.
 fn index(out: &Path) -> Output {
-    index_into(&root().join("datasets"), out, &[])
+    let parent = out.parent().expect("the graph has a parent folder");
+    index_into(&small_datasets(parent), out, &[])
 }
 
 /// `ledger sql --format json` on a graph; the rows as JSON.
@@ -195,10 +231,194 @@ fn verify_reports_broken_references_like_a_linter() {
         "{}",
         stdout(&o)
     );
+    // A range with a broken end: one finding per place, with every number it misses.
+    std::fs::remove_file(dir.path().join("b.tex")).expect("rm");
+    std::fs::write(
+        dir.path().join("a.tex"),
+        "\\documentclass{article}\n\\begin{document}\n\\section{A}\n\\section{B}\n\\section{C}\nSee Sections 2 through 7.\n\\end{document}\n",
+    )
+    .expect("write");
+    let o = ledger(&["verify", dir.path().to_str().expect("utf8")]);
+    let out = stdout(&o);
+    let range: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("`2 through 7`"))
+        .collect();
+    assert_eq!(range.len(), 1, "{out}");
+    for n in ["4", "5", "6"] {
+        assert!(
+            range[0].contains(&format!("no section numbered {n} ")),
+            "{out}"
+        );
+    }
+    assert_eq!(out.lines().count(), 2, "the range and its end `7`: {out}");
     // An input that is not there is a usage error.
     let o = ledger(&["verify", "/definitely/not/here"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no such file or folder"));
+}
+
+#[test]
+fn verify_speaks_json_sarif_and_github_and_honours_suppressions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(docs.join("notes")).expect("mkdir");
+    let tex = "\\documentclass{article}\n\\begin{document}\n\\section{A}\\label{sec:a}\n\
+               See \\ref{sec:gone}.\n\
+               % ledger-ignore: broken-reference\n\
+               See \\ref{sec:documented}.\n\
+               See \\ref{sec:too}. % ledger-ignore\n\
+               \\end{document}\n";
+    std::fs::write(docs.join("paper.tex"), tex).expect("write");
+    std::fs::write(
+        docs.join("guide.md"),
+        "# Guide\n\nSee [there](#nowhere).\n\n<!-- ledger-ignore: broken-reference -->\nA link [like this](#anchor) shows the syntax.\n",
+    )
+    .expect("write");
+    std::fs::write(docs.join("notes/draft.md"), "# Draft\n\n[later](#todo)\n").expect("write");
+    let d = docs.to_str().expect("utf8");
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify", d];
+        args.extend_from_slice(extra);
+        ledger(&args)
+    };
+    // Text: the three findings no comment silences.
+    let o = verify(&[]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    for gone in ["sec:gone", "#nowhere", "#todo"] {
+        assert!(text.contains(gone), "{gone}: {text}");
+    }
+    assert!(String::from_utf8_lossy(&o.stderr).contains("(3 suppressed)"));
+    // JSON: one object per finding.
+    let o = verify(&["--format", "json"]);
+    let json = stdout(&o);
+    let rows: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        for key in ["file", "line", "column", "rule", "message", "severity"] {
+            assert!(!r[key].is_null(), "{key} in {r}");
+        }
+        assert_eq!(r["rule"], "broken-reference");
+        assert_eq!(r["severity"], "error");
+    }
+    // SARIF 2.1.0: one run, the rules named, every result located.
+    let o = verify(&["--format", "sarif"]);
+    let sarif: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("SARIF is JSON");
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "ledger");
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    let results = run["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    for r in results {
+        assert!(rules.contains(&r["ruleId"].as_str().expect("ruleId")));
+        let at = &r["locations"][0]["physicalLocation"];
+        assert!(at["artifactLocation"]["uri"].as_str().is_some());
+        assert!(at["region"]["startLine"].as_u64().unwrap_or(0) >= 1, "{r}");
+    }
+    // GitHub annotations.
+    let o = verify(&["--format", "github"]);
+    let annotations = stdout(&o);
+    assert!(
+        annotations
+            .lines()
+            .all(|l| l.starts_with("::error file=") && l.contains(",line=") && l.contains("::")),
+        "{annotations}"
+    );
+    // A .ledgerignore leaves out a folder; a baseline leaves out what is known.
+    std::fs::write(docs.join(".ledgerignore"), "# drafts\nnotes/\n").expect("write");
+    let o = verify(&["--format", "json"]);
+    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
+    let baseline = dir.path().join("baseline.json");
+    std::fs::write(&baseline, stdout(&o)).expect("write");
+    // The known findings move down a line: still known.
+    std::fs::write(docs.join("paper.tex"), format!("% moved\n{tex}")).expect("write");
+    let o = verify(&["--baseline", baseline.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "");
+    // A new one is reported.
+    std::fs::write(
+        docs.join("paper.tex"),
+        tex.replace("\\end{document}", "And \\ref{sec:new}.\n\\end{document}"),
+    )
+    .expect("write");
+    let o = verify(&["--baseline", baseline.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("sec:new") && stdout(&o).lines().count() == 1,
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn discovery_honours_gitignore_exclude_globs_and_the_project_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = dir.path().join("manual");
+    for sub in ["build", "drafts", "old"] {
+        std::fs::create_dir_all(docs.join(sub)).expect("mkdir");
+    }
+    for f in [
+        "intro.md",
+        "build/out.md",
+        "drafts/next.md",
+        "old/v1.md",
+        "notes.draft.md",
+    ] {
+        std::fs::write(docs.join(f), "# Title\n\nSee [nowhere](#nowhere).\n").expect("write");
+    }
+    std::fs::write(docs.join(".gitignore"), "build/\n").expect("write");
+    let d = docs.to_str().expect("utf8");
+    let files = |o: &Output| -> Vec<String> {
+        let mut v: Vec<String> = stdout(o)
+            .lines()
+            .filter_map(|l| l.split(':').next())
+            .map(|p| p.trim_start_matches(d).trim_start_matches('/').to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    // .gitignore is honoured without a git repository.
+    let o = ledger(&["verify", d]);
+    assert_eq!(
+        files(&o),
+        ["drafts/next.md", "intro.md", "notes.draft.md", "old/v1.md"]
+    );
+    let o = ledger(&[
+        "verify",
+        d,
+        "--exclude",
+        "drafts/",
+        "--exclude",
+        "*.draft.md",
+    ]);
+    assert_eq!(files(&o), ["intro.md", "old/v1.md"]);
+    // A project's ledger.toml, found upward from the inputs, adds its own.
+    std::fs::write(
+        dir.path().join("ledger.toml"),
+        "[index]\nexclude = [\"old/\"]\n",
+    )
+    .expect("write");
+    let o = ledger(&["verify", d, "--exclude", "drafts/"]);
+    assert_eq!(files(&o), ["intro.md", "notes.draft.md"]);
+    // A file named as an input is read whatever excludes it.
+    let o = ledger(&["verify", &format!("{d}/build/out.md")]);
+    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+    // Index takes the same flag.
+    let graph = dir.path().join("graph");
+    index_into(&docs, &graph, &["--exclude", "drafts/"]);
+    let n = sql(&graph, "SELECT count(*) AS n FROM documents");
+    assert_eq!(n[0]["n"], 2, "intro.md and notes.draft.md");
 }
 
 #[test]

@@ -9,9 +9,7 @@ use std::path::PathBuf;
 fn corpora() -> PathBuf {
     std::env::var_os("LEDGER_CORPORA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
-        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets"))
 }
 
 fn blueprint() -> Document {

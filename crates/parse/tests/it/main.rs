@@ -10,17 +10,15 @@ mod tokens;
 
 use std::path::PathBuf;
 
-/// The shared corpora: `LEDGER_CORPORA`, else `../shared/corpora` beside the checkout.
+/// The real corpora: `LEDGER_CORPORA`, else the repository's `datasets/`, which holds them.
 /// Missing corpora fail the test: a skipped test must not pass for a green one.
 pub fn corpora() -> PathBuf {
     let dir = std::env::var_os("LEDGER_CORPORA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets"));
     assert!(
         dir.join("README.md").is_file(),
-        "shared corpora not found at {} (set LEDGER_CORPORA)",
+        "real corpora not found at {} (set LEDGER_CORPORA)",
         dir.display()
     );
     dir
