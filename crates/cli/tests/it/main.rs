@@ -1289,3 +1289,57 @@ fn unreadable_runs_and_parts_of_the_previous_version_do_not_stop_the_next_run() 
     assert_eq!(sql(&graph, "SELECT COUNT(*) AS n FROM runs")[0]["n"], 1);
     assert_eq!(units(&graph), before);
 }
+
+#[test]
+fn help_lists_choices_and_examples_and_completions_and_man_pages_render() {
+    let help = stdout(&ledger(&["index", "--help"]));
+    for want in [
+        "[possible values: auto, offline, llm]",
+        "[possible values: auto, hash, minilm, openai]",
+        "[possible values: document, corpus]",
+        "DEPENDS and RELATED",
+        "Examples:\n  ledger index datasets --out out/graph",
+    ] {
+        assert!(help.contains(want), "{want}: {help}");
+    }
+    for command in ["verify", "sql", "context", "relabel", "rename-term"] {
+        let help = stdout(&ledger(&[command, "--help"]));
+        assert!(help.contains("Example"), "{command}: {help}");
+    }
+    // The bash completion script parses, and knows the commands and their flags.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = ledger(&["completions", "bash"]);
+    assert!(o.status.success());
+    let script = dir.path().join("ledger.bash");
+    std::fs::write(&script, &o.stdout).expect("write");
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .expect("bash runs");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let text = stdout(&o);
+    assert!(text.contains("rename-term") && text.contains("--no-keep-anchors"));
+    // One man page per command, each a roff page with its name and synopsis.
+    let man = dir.path().join("man1");
+    let o = ledger(&["man", "--out", man.to_str().expect("utf8")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for page in [
+        "ledger.1",
+        "ledger-index.1",
+        "ledger-verify.1",
+        "ledger-completions.1",
+    ] {
+        let text = std::fs::read_to_string(man.join(page)).expect(page);
+        let name = page.trim_end_matches(".1");
+        assert!(text.contains(&format!(".TH {name} 1")), "{page}");
+        assert!(
+            text.contains(".SH NAME") && text.contains(".SH SYNOPSIS"),
+            "{page}"
+        );
+    }
+}
