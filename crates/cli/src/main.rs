@@ -467,7 +467,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", said_once(&e));
             ExitCode::from(2)
         }
     }
@@ -493,6 +493,23 @@ impl Command {
             _ => None,
         }
     }
+}
+
+/// An error and its causes, each said once: a cause whose text (or, after its own `kind: `
+/// prefix, its message) an outer one already holds is left out (DataFusion's errors repeat
+/// their sources in their own text).
+fn said_once(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        let message = text.split_once(": ").map_or(text.as_str(), |(_, m)| m);
+        // A short message could be in an outer text by chance.
+        let known = |p: &String| p.contains(&text) || (message.len() >= 12 && p.contains(message));
+        if !parts.iter().any(known) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
 }
 
 /// One function per command.

@@ -1343,3 +1343,22 @@ fn help_lists_choices_and_examples_and_completions_and_man_pages_render() {
         );
     }
 }
+
+#[test]
+fn an_sql_error_is_said_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index_into(
+        &root().join("datasets/paper-carleson-lean"),
+        &graph,
+        &["--no-related"],
+    );
+    let g = graph.to_str().expect("utf8");
+    let o = ledger(&["sql", "--graph", g, "SELEC 1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("found: SELEC").count(), 1, "{err}");
+    let o = ledger(&["sql", "--graph", g, "SELECT nope FROM units"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("No field named nope").count(), 1, "{err}");
+}
