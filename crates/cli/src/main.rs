@@ -248,13 +248,26 @@ enum Command {
     /// files), and SET, BEGIN, PREPARE and other statements.
     #[command(after_help = "Examples:
   ledger sql --graph g \"SELECT kind, count(*) FROM units GROUP BY kind\"
-  ledger sql --graph g --format csv \"SELECT src_unit, dst_unit FROM edges WHERE kind = 'DEPENDS'\"")]
+  ledger sql --graph g --format csv \"SELECT src_unit, dst_unit FROM edges WHERE kind = 'DEPENDS'\"
+  ledger sql --graph g \"SHOW TABLES; DESCRIBE units\"
+  ledger sql --graph g -f report.sql --format json
+  echo \"SELECT count(*) FROM units\" | ledger sql --graph g
+  ledger sql --graph g                  # an interactive shell on a terminal")]
     Sql {
         /// The graph folder.
         #[arg(long)]
         graph: PathBuf,
-        /// The query.
-        query: String,
+        /// The statements, separated by `;` (`-`: read them from standard input). Without it and
+        /// without --file: standard input when it is not a terminal, else an interactive shell.
+        query: Option<String>,
+        /// Read the statements from FILE.
+        #[arg(
+            short = 'f',
+            long = "file",
+            value_name = "FILE",
+            conflicts_with = "query"
+        )]
+        file: Option<PathBuf>,
         /// Output format (default `sql.format`).
         #[arg(long, value_parser = choice::<SqlFormat>(SqlFormat::NAMES))]
         format: Option<SqlFormat>,
@@ -554,8 +567,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sql {
             graph,
             query,
+            file,
             format,
-        } => query::sql(&graph, &query, format.unwrap_or(config.sql.format)),
+        } => {
+            let format = format.unwrap_or(config.sql.format);
+            let script = match (query, file) {
+                (Some(q), _) if q == "-" => query::Script::Stdin,
+                (Some(q), _) => query::Script::Text(q),
+                (None, Some(f)) => query::Script::File(f),
+                (None, None) => query::Script::Stdin,
+            };
+            query::sql(&graph, script, format)
+        }
         Command::Context {
             graph,
             target,

@@ -8,22 +8,125 @@ use ledger_pipeline::retrieval::Ask;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// `ledger sql`.
-pub fn sql(graph: &Path, query: &str, format: SqlFormat) -> Result<ExitCode> {
+/// Where `ledger sql` takes its statements from.
+pub enum Script {
+    /// Given on the command line.
+    Text(String),
+    /// A file.
+    File(std::path::PathBuf),
+    /// Standard input: read whole when it is not a terminal, else an interactive shell.
+    Stdin,
+}
+
+/// `ledger sql`: every statement of the script, its result printed in `format`; an
+/// interactive shell when the statements would come from a terminal.
+pub fn sql(graph: &Path, script: Script, format: SqlFormat) -> Result<ExitCode> {
+    use std::io::IsTerminal;
     let format = match format {
         SqlFormat::Table => ledger_store::OutputFormat::Table,
         SqlFormat::Csv => ledger_store::OutputFormat::Csv,
         SqlFormat::Json => ledger_store::OutputFormat::Json,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let text = match script {
+        Script::Text(t) => t,
+        Script::File(f) => {
+            std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?
+        }
+        Script::Stdin if std::io::stdin().is_terminal() => return shell(graph, format),
+        Script::Stdin => {
+            std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+        }
+    };
+    let rt = runtime()?;
+    let results = rt.block_on(async {
+        let session = ledger_store::SqlSession::open(graph).await?;
+        session.run_script(&text).await
+    })?;
+    for (k, batches) in results.iter().enumerate() {
+        if k > 0 {
+            outln!();
+        }
+        outln!(
+            "{}",
+            ledger_store::format_batches(batches, format)?.trim_end()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("starting the async runtime")?;
-    let out = rt.block_on(async {
-        let session = ledger_store::SqlSession::open(graph).await?;
-        session.query_formatted(query, format).await
-    })?;
-    outln!("{}", out.trim_end());
+        .context("starting the async runtime")
+}
+
+/// The interactive shell: line editing and history (in `$XDG_STATE_HOME/ledger/sql_history`, else
+/// `~/.local/state/ledger/sql_history`); a statement runs when a line ends with `;`; `.tables`,
+/// `.quit` and Ctrl-D as DuckDB's shell has them. An error is printed and the shell goes on.
+fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
+    let rt = runtime()?;
+    let session = rt.block_on(ledger_store::SqlSession::open(graph))?;
+    let mut editor = rustyline::DefaultEditor::new().context("starting the line editor")?;
+    let history = std::env::var_os("XDG_STATE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/state")))
+        .map(|d| d.join("ledger/sql_history"));
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    eprintln!(
+        "ledger sql on {}: statements end with `;`; .tables lists the tables, .quit or Ctrl-D leaves",
+        graph.display()
+    );
+    let mut pending = String::new();
+    loop {
+        let prompt = if pending.is_empty() {
+            "ledger> "
+        } else {
+            "   ...> "
+        };
+        let line = match editor.readline(prompt) {
+            Ok(line) => line,
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                pending.clear();
+                continue;
+            }
+            Err(_) => break,
+        };
+        let trimmed = line.trim();
+        if pending.is_empty() && matches!(trimmed, ".quit" | ".exit") {
+            break;
+        }
+        let statement = if pending.is_empty() && trimmed == ".tables" {
+            "SHOW TABLES;".to_string()
+        } else {
+            pending.push_str(&line);
+            pending.push('\n');
+            if !trimmed.ends_with(';') {
+                continue;
+            }
+            std::mem::take(&mut pending)
+        };
+        let _ = editor.add_history_entry(statement.trim());
+        match rt.block_on(session.run_script(&statement)) {
+            Ok(results) => {
+                for batches in results {
+                    match ledger_store::format_batches(&batches, format) {
+                        Ok(text) => outln!("{}", text.trim_end()),
+                        Err(e) => eprintln!("error: {e}"),
+                    }
+                }
+            }
+            Err(e) => eprintln!("error: {}", crate::said_once(&anyhow::Error::from(e))),
+        }
+    }
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(h);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,7 +4,7 @@ use crate::schema::TABLES;
 use crate::{Result, StoreError};
 use arrow::array::RecordBatch;
 use datafusion::execution::context::SQLOptions;
-use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use std::path::Path;
 
 /// Views created in every session, `(name, SQL)`.
@@ -66,7 +66,9 @@ impl SqlSession {
     /// Opens the current version of the graph at `graph`.
     pub async fn open(graph: &Path) -> Result<Self> {
         let dir = crate::current_version(graph)?;
-        let ctx = SessionContext::new();
+        // `information_schema` makes `SHOW TABLES` and `SHOW COLUMNS FROM t` work.
+        let ctx =
+            SessionContext::new_with_config(SessionConfig::new().with_information_schema(true));
         for table in TABLES {
             // A folder of Parquet files (the trailing `/` makes it one for DataFusion).
             let path = dir.join(table);
@@ -88,12 +90,8 @@ impl SqlSession {
     /// TABLE`, `CREATE VIEW`, `DROP`), DML (`INSERT`, `COPY ... TO`, `DELETE`, `UPDATE`) and other
     /// statements (`SET`, `BEGIN`, `PREPARE`).
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
-        let read_only = SQLOptions::new()
-            .with_allow_ddl(false)
-            .with_allow_dml(false)
-            .with_allow_statements(false);
-        let df = self.ctx.sql_with_options(sql, read_only).await?;
-        Ok(df.collect().await?)
+        let df = self.ctx.sql_with_options(sql, read_only()).await?;
+        collect(df).await
     }
 
     /// Runs a query and prints its result in `format`.
@@ -101,6 +99,74 @@ impl SqlSession {
         let batches = self.query(sql).await?;
         format_batches(&batches, format)
     }
+
+    /// Runs every statement of `script` (separated by `;`) in order, each refused or run as
+    /// [`SqlSession::query`] does; their results, in order. Nothing runs when one does not parse.
+    pub async fn run_script(&self, script: &str) -> Result<Vec<Vec<RecordBatch>>> {
+        let dialect = datafusion::sql::sqlparser::dialect::GenericDialect {};
+        let statements =
+            datafusion::sql::parser::DFParser::parse_sql_with_dialect(script, &dialect)
+                .map_err(StoreError::Sql)?;
+        let mut results = Vec::with_capacity(statements.len());
+        for statement in statements {
+            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            read_only().verify_plan(&plan)?;
+            results.push(collect(self.ctx.execute_logical_plan(plan).await?).await?);
+        }
+        Ok(results)
+    }
+}
+
+/// A query's result; an empty one keeps its columns, so that a header is printed all the same.
+async fn collect(df: datafusion::dataframe::DataFrame) -> Result<Vec<RecordBatch>> {
+    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await?;
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(vec![RecordBatch::new_empty(schema)]);
+    }
+    Ok(batches)
+}
+
+/// Reading only: DDL, DML and session statements are refused before anything runs.
+fn read_only() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
+/// `batch` with its list, struct and map columns as text (`[a, b]`), which CSV can hold.
+fn nested_as_text(batch: &RecordBatch) -> Result<RecordBatch> {
+    use arrow::datatypes::{DataType, Field, Schema};
+    let nested = |t: &DataType| t.is_nested();
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| nested(f.data_type()))
+    {
+        return Ok(batch.clone());
+    }
+    let options = arrow::util::display::FormatOptions::default();
+    let mut fields = Vec::new();
+    let mut columns: Vec<arrow::array::ArrayRef> = Vec::new();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if nested(field.data_type()) {
+            let formatter = arrow::util::display::ArrayFormatter::try_new(column, &options)?;
+            let text: arrow::array::StringArray = (0..column.len())
+                .map(|i| column.is_valid(i).then(|| formatter.value(i).to_string()))
+                .collect();
+            fields.push(Field::new(field.name(), DataType::Utf8, true));
+            columns.push(std::sync::Arc::new(text));
+        } else {
+            fields.push(field.as_ref().clone());
+            columns.push(column.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(
+        std::sync::Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// Renders batches as a table, CSV or JSON.
@@ -114,7 +180,7 @@ pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<S
                     .with_header(true)
                     .build(&mut buf);
                 for b in batches {
-                    w.write(b)?;
+                    w.write(&nested_as_text(b)?)?;
                 }
             }
             Ok(String::from_utf8_lossy(&buf).into_owned())
@@ -122,7 +188,10 @@ pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<S
         OutputFormat::Json => {
             let mut buf = Vec::new();
             {
-                let mut w = arrow::json::ArrayWriter::new(&mut buf);
+                // Null values keep their keys: every object has every column.
+                let mut w = arrow::json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build::<_, arrow::json::writer::JsonArray>(&mut buf);
                 let refs: Vec<&RecordBatch> = batches.iter().collect();
                 w.write_batches(&refs)?;
                 w.finish()?;

@@ -1362,3 +1362,130 @@ fn an_sql_error_is_said_once() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("No field named nope").count(), 1, "{err}");
 }
+
+#[test]
+fn sql_runs_scripts_from_arguments_files_and_stdin_and_an_interactive_shell() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index_into(&root().join("datasets/paper-carleson-lean"), &graph, &[]);
+    let g = graph.to_str().expect("utf8");
+    let sql_with_stdin = |args: &[&str], input: &str| -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ledger"))
+            .args(args)
+            .env_remove("LEDGER_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ledger runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    // Several statements in one argument; SHOW TABLES and DESCRIBE.
+    let o = ledger(&["sql", "--graph", g, "SHOW TABLES; DESCRIBE units"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stdout(&o);
+    assert!(
+        out.contains("| mentions") && out.contains("| content_hash"),
+        "{out}"
+    );
+    // A file, and standard input (piped, or named `-`).
+    let script = dir.path().join("q.sql");
+    std::fs::write(&script, "SELECT 1 AS one;\nSELECT 2 AS two;\n").expect("write");
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "-f",
+        script.to_str().expect("utf8"),
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(stdout(&o), "one\n1\n\ntwo\n2\n");
+    let o = sql_with_stdin(
+        &["sql", "--graph", g, "--format", "csv"],
+        "SELECT 3 AS three;",
+    );
+    assert_eq!(
+        stdout(&o),
+        "three\n3\n",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = sql_with_stdin(
+        &["sql", "--graph", g, "-", "--format", "csv"],
+        "SELECT 4 AS four",
+    );
+    assert_eq!(stdout(&o), "four\n4\n");
+    // An empty result keeps its header.
+    let none = "SELECT unit_id, kind FROM units WHERE false";
+    assert_eq!(
+        stdout(&ledger(&["sql", "--graph", g, "--format", "csv", none])),
+        "unit_id,kind\n"
+    );
+    assert!(stdout(&ledger(&["sql", "--graph", g, none])).contains("| unit_id | kind |"));
+    // A list column as CSV; JSON keeps null keys.
+    let o = ledger(&[
+        "sql",
+        "--graph",
+        g,
+        "--format",
+        "csv",
+        "SELECT unit_id, vector FROM embeddings LIMIT 1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout(&o)
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(",\"[")),
+        "{}",
+        stdout(&o)
+    );
+    let rows = sql(
+        &graph,
+        "SELECT unit_id, label FROM units WHERE label IS NULL LIMIT 1",
+    );
+    assert!(
+        rows[0]
+            .as_object()
+            .is_some_and(|r| r.contains_key("label") && r["label"].is_null()),
+        "{rows}"
+    );
+    // Writing is still refused.
+    let o = ledger(&["sql", "--graph", g, "SELECT 1; COPY units TO '/tmp/x.csv'"]);
+    assert_eq!(o.status.code(), Some(2));
+    // The interactive shell, on a terminal (`script` gives it one): a statement, then .quit;
+    // the statement is kept in the history.
+    let state = dir.path().join("state");
+    let mut child = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} sql --graph {g}", env!("CARGO_BIN_EXE_ledger")),
+            "/dev/null",
+        ])
+        .env("XDG_STATE_HOME", &state)
+        .env_remove("LEDGER_CONFIG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(b"SELECT 41 + 1 AS answer;\n")
+        .expect("write");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    input.write_all(b".quit\n").expect("write");
+    drop(input);
+    let o = child.wait_with_output().expect("wait");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("| 42 "), "{out}");
+    let history = std::fs::read_to_string(state.join("ledger/sql_history")).expect("history");
+    assert!(history.contains("SELECT 41 + 1 AS answer;"), "{history}");
+}
