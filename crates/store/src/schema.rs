@@ -21,6 +21,11 @@ pub const TABLES: [&str; 10] = [
     "runs",
 ];
 
+/// The type of the `runs` times: UTC, microseconds.
+pub(crate) fn timestamp() -> DataType {
+    DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into()))
+}
+
 fn s(name: &str) -> Field {
     Field::new(name, DataType::Utf8, false)
 }
@@ -136,12 +141,13 @@ pub static DIAGNOSTICS: LazyLock<SchemaRef> = LazyLock::new(|| {
 });
 
 /// `runs(run_id, started_at, finished_at, command, inputs, documents, units, edges, mentions, broken, diagnostics, seconds, judged_units, reused_judgments, failed_judgments, llm_requests, llm_prompt_tokens, llm_completion_tokens, ledger_version, schema_version)`:
-/// the `llm_*` columns count what this run sent to chat endpoints (DEPENDS judge and summarizer).
+/// the `llm_*` columns count what this run sent to chat endpoints (DEPENDS judge and summarizer);
+/// `started_at` and `finished_at` are timestamps (UTC, microseconds), `seconds` the whole run.
 pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         i("run_id"),
-        s("started_at"),
-        s("finished_at"),
+        Field::new("started_at", timestamp(), false),
+        Field::new("finished_at", timestamp(), false),
         s("command"),
         s("inputs"),
         i("documents"),

@@ -83,6 +83,29 @@ impl Manifest {
     }
 }
 
+/// RFC 3339 times as `runs` timestamps.
+fn timestamps(v: &[&str]) -> Result<ArrayRef> {
+    let text = strings(v.iter().copied());
+    Ok(arrow::compute::cast(&text, &crate::schema::timestamp())?)
+}
+
+/// `b` in the `runs` layout, its columns cast where an older version wrote another type (times
+/// as text); `None` when its columns are not those of `runs`.
+fn as_runs(b: &RecordBatch) -> Option<RecordBatch> {
+    if b.schema() == *RUNS {
+        return Some(b.clone());
+    }
+    let columns: Option<Vec<ArrayRef>> = RUNS
+        .fields()
+        .iter()
+        .map(|f| {
+            let column = b.column_by_name(f.name())?;
+            arrow::compute::cast(column, f.data_type()).ok()
+        })
+        .collect();
+    RecordBatch::try_new(RUNS.clone(), columns?).ok()
+}
+
 fn strings<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
     Arc::new(StringArray::from_iter_values(v))
 }
@@ -404,13 +427,15 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Res
                     parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
                         .build()?;
                 for b in reader {
-                    let b = b?;
-                    if b.schema() == *RUNS {
-                        if let Some(ids) = b.column(0).as_any().downcast_ref::<Int64Array>() {
-                            next_id = next_id.max(ids.iter().flatten().max().unwrap_or(0) + 1);
-                        }
-                        batches.push(b);
+                    // Rows of an older layout (times as text) are cast to this one.
+                    let Some(b) = as_runs(&b?) else {
+                        tracing::warn!(path = %path.display(), "previous runs of another layout left out");
+                        continue;
+                    };
+                    if let Some(ids) = b.column(0).as_any().downcast_ref::<Int64Array>() {
+                        next_id = next_id.max(ids.iter().flatten().max().unwrap_or(0) + 1);
                     }
+                    batches.push(b);
                 }
                 Ok(())
             };
@@ -424,8 +449,8 @@ fn runs_batch(previous: Option<&Path>, run: &RunInfo, counts: [usize; 9]) -> Res
         &RUNS,
         vec![
             Arc::new(Int64Array::from(vec![next_id])),
-            strings([run.started_at.as_str()]),
-            strings([now.as_str()]),
+            timestamps(&[run.started_at.as_str()])?,
+            timestamps(&[now.as_str()])?,
             strings([run.command.as_str()]),
             strings([run.inputs.as_str()]),
             ints([counts[0]]),
@@ -1133,5 +1158,50 @@ mod tests {
         assert_eq!(next_version(&v).expect("read"), 1);
         std::fs::create_dir_all(v.join("000004")).expect("mkdir");
         assert_eq!(next_version(&v).expect("read"), 5);
+    }
+
+    #[test]
+    fn runs_of_the_older_layout_are_cast_to_timestamps() {
+        use arrow::datatypes::{DataType, Field, Schema};
+        // The layout before times were timestamps: the same columns, times as text.
+        let old = Schema::new(
+            RUNS.fields()
+                .iter()
+                .map(|f| match f.data_type() {
+                    DataType::Timestamp(..) => Field::new(f.name(), DataType::Utf8, false),
+                    _ => f.as_ref().clone(),
+                })
+                .collect::<Vec<_>>(),
+        );
+        let columns: Vec<ArrayRef> = old
+            .fields()
+            .iter()
+            .map(|f| -> ArrayRef {
+                match f.data_type() {
+                    DataType::Utf8 if f.name().ends_with("_at") => {
+                        strings(["2026-12-01T02:00:00Z"])
+                    }
+                    DataType::Utf8 => strings(["x"]),
+                    DataType::Float64 => Arc::new(Float64Array::from(vec![1.5])),
+                    _ => Arc::new(Int64Array::from(vec![7])),
+                }
+            })
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(old), columns).expect("old batch");
+        let now = as_runs(&batch).expect("cast");
+        assert_eq!(now.schema(), *RUNS);
+        let at = now
+            .column(1)
+            .as_any()
+            .downcast_ref::<arrow::array::TimestampMicrosecondArray>()
+            .expect("timestamps");
+        assert_eq!(at.value(0), 1_796_090_400_000_000);
+        // Columns it does not have: not runs.
+        let other = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)])),
+            vec![Arc::new(Int64Array::from(vec![1])) as ArrayRef],
+        )
+        .expect("batch");
+        assert!(as_runs(&other).is_none());
     }
 }

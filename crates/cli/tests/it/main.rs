@@ -1458,6 +1458,18 @@ fn sql_runs_scripts_from_arguments_files_and_stdin_and_an_interactive_shell() {
             .is_some_and(|r| r.contains_key("label") && r["label"].is_null()),
         "{rows}"
     );
+    // Run times are timestamps.
+    let runs = sql(
+        &graph,
+        "SELECT arrow_typeof(started_at) AS t, finished_at >= started_at AS ordered FROM runs",
+    );
+    assert!(
+        runs[0]["t"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Timestamp")),
+        "{runs}"
+    );
+    assert_eq!(runs[0]["ordered"], true);
     // Writing is still refused.
     let o = ledger(&["sql", "--graph", g, "SELECT 1; COPY units TO '/tmp/x.csv'"]);
     assert_eq!(o.status.code(), Some(2));
