@@ -33,6 +33,12 @@ struct Cli {
     /// Configuration file (TOML); defaults to $LEDGER_CONFIG, then the built-in configs/default.toml.
     #[arg(long, global = true, env = "LEDGER_CONFIG")]
     config: Option<PathBuf>,
+    /// Say more on stderr: -v info, -vv debug (RUST_LOG, when set, decides instead).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Say less on stderr: errors only, no progress.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -470,14 +476,22 @@ fn main() -> ExitCode {
     // Colour only on a terminal, and never with NO_COLOR (https://no-color.org).
     use std::io::IsTerminal;
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let cli = Cli::parse();
+    // Warnings, and a line per job a worker runs; -q errors only, -v info, -vv debug.
+    let level = match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn,ledger_pipeline::distributed=info",
+        (false, 1) => "info",
+        (false, _) => "debug",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
         )
         .with_ansi(colour)
         .with_writer(std::io::stderr)
         .init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", said_once(&e));
@@ -531,7 +545,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(input) => input.to_path_buf(),
         None => std::env::current_dir().unwrap_or_default(),
     };
-    let config = config::load(cli.config.as_deref(), &start)?;
+    let mut config = config::load(cli.config.as_deref(), &start)?;
+    config.index.progress &= !cli.quiet;
     match cli.command {
         Command::Index {
             paths,

@@ -165,6 +165,11 @@ async fn handle(
                 llm_completion_tokens: usage.completion_tokens,
             };
             broker.publish(&job.events, &event).await?;
+            tracing::info!(
+                seconds = format!("{:.2}", started.elapsed().as_secs_f64()),
+                llm_requests = usage.requests,
+                "job done"
+            );
         }
         Err(e) => {
             let error = crate::error_chain(&e);

@@ -187,7 +187,7 @@ fn wait(mut child: Child, limit: Duration) -> Output {
 }
 
 /// Sends SIGTERM and expects a clean exit.
-fn terminate(child: Child) {
+fn terminate(child: Child) -> Output {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -199,6 +199,7 @@ fn terminate(child: Child) {
         "worker after SIGTERM: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+    o
 }
 
 /// A copy of the bundled datasets (documents are edited in some tests), without the parser's
@@ -516,9 +517,17 @@ fn a_second_coordinator_on_the_same_graph_stops() {
         "{err}"
     );
     assert_eq!(env.depth(), 7, "the second coordinator published nothing");
-    let w = env.worker();
+    // The worker's log, at the default level, has one line per job.
+    let w = env
+        .command(&["worker"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("worker starts");
     let o = wait(first, Duration::from_secs(300));
-    terminate(w);
+    let log = terminate(w);
+    let log = String::from_utf8_lossy(&log.stderr);
+    assert_eq!(log.matches("job done").count(), 7, "{log}");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(documents(&out), 7);
     let _ = env.dead_letters();

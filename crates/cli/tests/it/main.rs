@@ -1501,3 +1501,61 @@ fn sql_runs_scripts_from_arguments_files_and_stdin_and_an_interactive_shell() {
     let history = std::fs::read_to_string(state.join("ledger/sql_history")).expect("history");
     assert!(history.contains("SELECT 41 + 1 AS answer;"), "{history}");
 }
+
+#[test]
+fn progress_off_a_terminal_is_a_periodic_line_and_q_and_v_set_how_much_is_said() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = root().join("datasets/latex-features/classes");
+    let index = |graph: &str, extra: &[&str], interval: &str| -> Output {
+        let mut args = vec![
+            "index",
+            input.to_str().expect("utf8"),
+            "--out",
+            graph,
+            "--no-related",
+        ];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_ledger"))
+            .args(&args)
+            .env_remove("LEDGER_CONFIG")
+            .env_remove("RUST_LOG")
+            .env("LEDGER_PROGRESS_INTERVAL_MS", interval)
+            .output()
+            .expect("ledger runs")
+    };
+    let g = |name: &str| dir.path().join(name).to_str().expect("utf8").to_string();
+    // stderr is a pipe here: lines with count, rate and time left instead of a bar.
+    let o = index(&g("a"), &[], "0");
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("documents: "))
+        .collect();
+    assert!(lines.len() >= 20, "{err}");
+    assert!(lines.iter().any(|l| l.contains("/s")), "{err}");
+    assert!(lines.last().is_some_and(|l| l.contains("(100 %)")), "{err}");
+    // The default interval is ten seconds: none for a run this short but the last.
+    let o = index(&g("b"), &[], "10000");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("documents: ")).count(),
+        1,
+        "{err}"
+    );
+    // -q: no progress; -v: info lines.
+    let o = index(&g("c"), &["-q"], "0");
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("documents: "));
+    assert!(
+        stdout(&o).contains("documents: 20"),
+        "the summary is data: {}",
+        stdout(&o)
+    );
+    let o = index(&g("d"), &["-v"], "10000");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("INFO"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
