@@ -46,11 +46,7 @@ pub fn load(file: Option<&Path>, start: &Path) -> Result<Config> {
         .parse()
         .context("built-in configs/default.toml")?;
     if let Some(project) = find_project(start) {
-        let text = std::fs::read_to_string(&project)
-            .with_context(|| format!("reading config {}", project.display()))?;
-        let user: toml::Table = text
-            .parse()
-            .with_context(|| format!("parsing config {}", project.display()))?;
+        let user = read_table(&project)?;
         for (section, entries) in &user {
             let keys: Vec<String> = match entries {
                 toml::Value::Table(t) => t.keys().map(|k| format!("{section}.{k}")).collect(),
@@ -71,17 +67,20 @@ pub fn load(file: Option<&Path>, start: &Path) -> Result<Config> {
         merge(&mut value, user, &project)?;
     }
     if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config {}", path.display()))?;
-        let user: toml::Table = text
-            .parse()
-            .with_context(|| format!("parsing config {}", path.display()))?;
-        merge(&mut value, user, path)?;
+        merge(&mut value, read_table(path)?, path)?;
     }
     apply_env(&mut value, |k| std::env::var(k).ok())?;
     toml::Value::Table(value)
         .try_into()
         .context("invalid configuration")
+}
+
+/// The TOML table in the file at `path`.
+fn read_table(path: &Path) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config {}", path.display()))?;
+    text.parse()
+        .with_context(|| format!("parsing config {}", path.display()))
 }
 
 /// Merges `user` into `base`; unknown sections or keys are errors, so typos do not pass silently.

@@ -353,10 +353,12 @@ pub struct CommitReport {
 impl CommitReport {
     /// What failed in the graph committed, if anything did: its DEPENDS judgments that failed.
     pub fn partial(&self) -> Option<String> {
-        let failed = self.summary.as_ref().map_or(0, |s| s.failed_judgments);
-        (failed > 0).then(|| {
-            format!("{failed} DEPENDS judgments failed; their edges are missing (runs.failed_judgments; retried next run)")
-        })
+        partial(self.failed_judgments(), 0)
+    }
+
+    /// The DEPENDS judgments that failed in the graph committed (0 when it was unchanged).
+    fn failed_judgments(&self) -> usize {
+        self.summary.as_ref().map_or(0, |s| s.failed_judgments)
     }
 
     /// Version `version` of `graph` found current: nothing read, nothing written.
@@ -437,26 +439,31 @@ impl IndexReport {
     /// What failed in this run although the graph was committed, if anything did: DEPENDS
     /// judgments (their edges are missing) and LLM summaries (the extractive ones stand in).
     pub fn partial(&self) -> Option<String> {
-        let judged = self.stage.depends.failed.max(
-            self.commit
-                .summary
-                .as_ref()
-                .map_or(0, |s| s.failed_judgments),
-        );
-        let summaries = self.stage.semantic.summary_failures;
-        let mut what = Vec::new();
-        if judged > 0 {
-            what.push(format!(
-                "{judged} DEPENDS judgments failed; their edges are missing (runs.failed_judgments)"
-            ));
-        }
-        if summaries > 0 {
-            what.push(format!(
-                "{summaries} summaries failed; extractive ones stand in"
-            ));
-        }
-        (!what.is_empty()).then(|| format!("{} (retried next run)", what.join("; ")))
+        partial(
+            self.stage
+                .depends
+                .failed
+                .max(self.commit.failed_judgments()),
+            self.stage.semantic.summary_failures,
+        )
     }
+}
+
+/// What is missing from a committed graph whose `judgments` DEPENDS judgments and `summaries`
+/// LLM summaries failed, if anything is.
+fn partial(judgments: usize, summaries: usize) -> Option<String> {
+    let mut what = Vec::new();
+    if judgments > 0 {
+        what.push(format!(
+            "{judgments} DEPENDS judgments failed; their edges are missing (runs.failed_judgments)"
+        ));
+    }
+    if summaries > 0 {
+        what.push(format!(
+            "{summaries} summaries failed; extractive ones stand in"
+        ));
+    }
+    (!what.is_empty()).then(|| format!("{} (retried next run)", what.join("; ")))
 }
 
 impl fmt::Display for IndexReport {

@@ -1,5 +1,5 @@
 //! Real processes at once and killed: two writers of one graph, two edits of one folder, and
-//! `kill -9` at many moments of an edit.
+//! `kill -9` at many moments of an edit, and a crash between two files of a commit.
 
 use super::{copy_dir, ledger, root, sql, stdout};
 use std::io::BufRead;
@@ -75,8 +75,7 @@ fn hold_lock(path: &Path) -> std::fs::File {
 #[test]
 fn a_second_writer_of_a_graph_waits_for_the_first_or_stops_with_no_wait() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let paper = dir.path().join("paper");
-    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
+    let paper = equational_paper(dir.path());
     let graph = dir.path().join("graph");
     let (p, g) = (paper.to_str().expect("utf8"), graph.to_str().expect("utf8"));
     let lock = hold_lock(&graph.join(".lock"));
@@ -109,6 +108,30 @@ fn a_second_writer_of_a_graph_waits_for_the_first_or_stops_with_no_wait() {
     assert!(units[0]["n"].as_u64().unwrap_or(0) > 100, "{units}");
 }
 
+/// A copy of the Equational Theories paper in `dir/paper`, whose label `automated-sec` is
+/// defined in one file and referred to from four others.
+fn equational_paper(dir: &Path) -> PathBuf {
+    let paper = dir.join("paper");
+    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
+    paper
+}
+
+/// Asserts that every file holds its text in `before` or the complete text of
+/// `relabel automated-sec sec:automated` on it, never a mix.
+fn assert_old_or_relabelled(now: &[(PathBuf, String)], before: &[(PathBuf, String)], when: &str) {
+    for ((path, now), (_, old)) in now.iter().zip(before) {
+        let new = old
+            .replace("{automated-sec}", "{sec:automated}")
+            .replace("automated-sec,", "sec:automated,")
+            .replace(",automated-sec", ",sec:automated");
+        assert!(
+            *now == *old || *now == new,
+            "{when}: {} is neither old nor new",
+            path.display()
+        );
+    }
+}
+
 /// The paper's `.tex` files with their texts.
 fn texts(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
@@ -124,8 +147,7 @@ fn texts(dir: &Path) -> Vec<(PathBuf, String)> {
 #[test]
 fn two_edits_of_one_folder_at_once_never_both_write() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let paper = dir.path().join("paper");
-    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
+    let paper = equational_paper(dir.path());
     let p = paper.to_str().expect("utf8");
     // Both edits read the files and plan while the root is locked, then commit in turn.
     let lock = hold_lock(&paper.join(".ledger-undo/.lock"));
@@ -160,8 +182,7 @@ fn two_edits_of_one_folder_at_once_never_both_write() {
 #[test]
 fn killing_an_edit_at_ten_moments_leaves_every_earlier_edit_undoable_and_no_shadow_behind() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let paper = dir.path().join("paper");
-    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
+    let paper = equational_paper(dir.path());
     let p = paper.to_str().expect("utf8");
     // Shadow copies go to this temporary folder; one left by a process that is gone.
     let temp = dir.path().join("tmp");
@@ -214,18 +235,7 @@ fn killing_an_edit_at_ten_moments_leaves_every_earlier_edit_undoable_and_no_shad
         }
         child.kill().expect("SIGKILL");
         let _ = child.wait();
-        // Every file old or completely new.
-        for ((path, now), (_, old)) in texts(&paper).iter().zip(&before) {
-            let new = old
-                .replace("{automated-sec}", "{sec:automated}")
-                .replace("automated-sec,", "sec:automated,")
-                .replace(",automated-sec", ",sec:automated");
-            assert!(
-                now == old || *now == new,
-                "moment {moment}: {} is neither old nor new",
-                path.display()
-            );
-        }
+        assert_old_or_relabelled(&texts(&paper), &before, &format!("moment {moment}"));
         // Undo until nothing is left: the killed edit (if its record was written), then the
         // earlier one; the files are then the original.
         let mut undone = 0;
@@ -266,4 +276,49 @@ fn killing_an_edit_at_ten_moments_leaves_every_earlier_edit_undoable_and_no_shad
         .map(|e| e.file_name())
         .collect();
     assert!(shadows.is_empty(), "{shadows:?}");
+}
+
+#[test]
+fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = equational_paper(dir.path());
+    let p = paper.to_str().expect("utf8");
+    let original = texts(&paper);
+    // `automated-sec` is defined in one file and referred to from four others: five files change.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args(["relabel", "automated-sec", "sec:automated", p])
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_EDIT_PAUSE_BETWEEN_FILES_MS", "60000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ledger relabel starts");
+    // Wait until the first file has its new text, then kill the process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while texts(&paper) == original {
+        assert!(std::time::Instant::now() < deadline, "no file changed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let crashed = texts(&paper);
+    let changed = crashed
+        .iter()
+        .zip(&original)
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        (1..5).contains(&changed),
+        "{changed} files changed before the crash"
+    );
+    assert_old_or_relabelled(&crashed, &original, "after the crash");
+    let o = ledger(&["undo", p]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(texts(&paper), original);
+    let leftovers: Vec<_> = std::fs::read_dir(&paper)
+        .expect("read_dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".ledger-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -206,39 +206,14 @@ fn terminate(child: Child) -> Output {
 /// class, encoding and paper fixtures (28 small documents that would only lengthen these
 /// tests): seven documents.
 fn corpus(dir: &Path) -> PathBuf {
-    let to = dir.join("corpus");
-    let from = root().join("datasets");
-    for entry in walk(&from) {
-        let rel = entry.strip_prefix(&from).expect("under datasets");
-        let big = super::BIG_CORPORA
-            .iter()
-            .chain(&["edit-history", "ground-truth"])
-            .any(|f| rel.starts_with(f));
-        if big
-            || ["classes", "encodings", "papers"]
-                .iter()
-                .any(|f| rel.starts_with(Path::new("latex-features").join(f)))
-        {
-            continue;
-        }
-        let target = to.join(rel);
-        std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
-        std::fs::copy(&entry, &target).expect("copy");
-    }
-    to
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
+    super::copy_datasets(
+        &dir.join("corpus"),
+        &[
+            "latex-features/classes",
+            "latex-features/encodings",
+            "latex-features/papers",
+        ],
+    )
 }
 
 /// Every row of every graph table as sorted JSON lines; history columns (requests, tokens,

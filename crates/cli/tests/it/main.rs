@@ -85,28 +85,40 @@ const BIG_CORPORA: [&str; 5] = [
     "rust-book",
 ];
 
-/// `datasets/` without [`BIG_CORPORA`] and without what is not a document (git bundles, `.aux`
-/// ground truth), copied to `parent/datasets` so that document ids stay `datasets/…`.
-fn small_datasets(parent: &Path) -> PathBuf {
-    let to = parent.join("datasets");
-    std::fs::create_dir_all(&to).expect("mkdir");
-    for e in std::fs::read_dir(root().join("datasets"))
-        .expect("read_dir")
-        .flatten()
-    {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if BIG_CORPORA.contains(&name.as_ref()) || name == "edit-history" || name == "ground-truth"
-        {
-            continue;
-        }
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
+/// `datasets/` copied to `to`, without [`BIG_CORPORA`], without what is not a document (git
+/// bundles, `.aux` ground truth) and without the folders `skip` names (relative to `datasets/`).
+fn copy_datasets(to: &Path, skip: &[&str]) -> PathBuf {
+    let from = root().join("datasets");
+    let left_out = |rel: &Path| {
+        BIG_CORPORA
+            .iter()
+            .chain(&["edit-history", "ground-truth"])
+            .chain(skip)
+            .any(|f| rel.starts_with(f))
+    };
+    let mut dirs = vec![from.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let path = e.path();
+            let rel = path.strip_prefix(&from).expect("under datasets");
+            if left_out(rel) {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let target = to.join(rel);
+                std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+                std::fs::copy(&path, &target).expect("copy");
+            }
         }
     }
-    to
+    to.to_path_buf()
+}
+
+/// [`copy_datasets`] to `parent/datasets`, so that document ids stay `datasets/…`.
+fn small_datasets(parent: &Path) -> PathBuf {
+    copy_datasets(&parent.join("datasets"), &[])
 }
 
 /// Indexes [`small_datasets`] (copied beside `out`) into `out`.
@@ -874,73 +886,6 @@ fn relabel_dry_run_apply_verify_and_undo() {
     let o = ledger(&["undo", p]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(snapshot(), original);
-}
-
-#[test]
-fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let paper = dir.path().join("paper");
-    copy_dir(&root().join("datasets/paper-equational-theories"), &paper);
-    let p = paper.to_str().expect("utf8");
-    let read_all = || -> Vec<(PathBuf, String)> {
-        let mut v: Vec<_> = std::fs::read_dir(&paper)
-            .expect("read_dir")
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "tex"))
-            .map(|e| (e.path(), std::fs::read_to_string(e.path()).expect("read")))
-            .collect();
-        v.sort();
-        v
-    };
-    let original = read_all();
-    // `automated-sec` is defined in one file and referred to from four others: five files change.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ledger"))
-        .args(["relabel", "automated-sec", "sec:automated", p])
-        .env_remove("LEDGER_CONFIG")
-        .env("LEDGER_EDIT_PAUSE_BETWEEN_FILES_MS", "60000")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("ledger relabel starts");
-    // Wait until the first file has its new text, then kill the process.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while read_all() == original {
-        assert!(std::time::Instant::now() < deadline, "no file changed");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    let crashed = read_all();
-    let changed = crashed
-        .iter()
-        .zip(&original)
-        .filter(|(a, b)| a != b)
-        .count();
-    assert!(
-        (1..5).contains(&changed),
-        "{changed} files changed before the crash"
-    );
-    for ((path, now), (_, old)) in crashed.iter().zip(&original) {
-        // Old, or the complete new text (the old with the label renamed), never a mix.
-        let new = old
-            .replace("{automated-sec}", "{sec:automated}")
-            .replace("automated-sec,", "sec:automated,")
-            .replace(",automated-sec", ",sec:automated");
-        assert!(
-            now == old || *now == new,
-            "{} is neither old nor new",
-            path.display()
-        );
-    }
-    let o = ledger(&["undo", p]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(read_all(), original);
-    let leftovers: Vec<_> = std::fs::read_dir(&paper)
-        .expect("read_dir")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().contains(".ledger-tmp-"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
