@@ -213,15 +213,19 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
 
 /// Deletes a benchmark's job queue and its dead-letter queue (the benchmark's queues go with it).
 pub(crate) fn delete_queue(queue: &str) -> Result<()> {
-    let amqp = crate::config::load(None, &std::env::current_dir().unwrap_or_default())?
-        .queue
-        .amqp;
+    let config = crate::config::load(None, &std::env::current_dir().unwrap_or_default())?;
+    let roots = config.tls.extra_roots()?;
+    let amqp = config.queue.amqp;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
         .block_on(async {
-            let b =
-                ledger_queue::Broker::connect(&amqp, std::time::Duration::from_secs(10)).await?;
+            let b = ledger_queue::Broker::connect(
+                &amqp,
+                roots.as_deref(),
+                std::time::Duration::from_secs(10),
+            )
+            .await?;
             b.delete_queue(queue).await?;
             b.delete_queue(&ledger_queue::dead_queue(queue)).await?;
             b.close().await;
@@ -249,7 +253,7 @@ fn context(
     let lexical_index = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let relevance =
-        ledger_pipeline::retrieval::instruction_relevance(path, &graph, INSTRUCTION, &config.embed)
+        ledger_pipeline::retrieval::instruction_relevance(path, &graph, INSTRUCTION, config)
             .inspect_err(|e| eprintln!("note: no embedding relevance for the instruction: {e}"))
             .ok();
     let embedding = started.elapsed().as_secs_f64();

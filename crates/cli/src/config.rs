@@ -11,9 +11,9 @@ use std::path::Path;
 pub const PROJECT_FILE: &str = "ledger.toml";
 
 /// Settings a project's `ledger.toml` may not make: it travels with the documents, which must
-/// not choose endpoints, credentials, brokers, storage or reads outside their folders. They come
-/// from `--config`, the environment or flags.
-const NOT_FROM_A_PROJECT: [&str; 8] = [
+/// not choose endpoints, credentials, trusted certificates, brokers, storage or reads outside
+/// their folders. They come from `--config`, the environment or flags.
+const NOT_FROM_A_PROJECT: [&str; 9] = [
     "index.allow_outside_root",
     "embed.url",
     "embed.api_key_env",
@@ -22,6 +22,7 @@ const NOT_FROM_A_PROJECT: [&str; 8] = [
     "llm.api_key_env",
     "queue.",
     "store.",
+    "tls.",
 ];
 
 /// The `ledger.toml` in `start`'s folder (or `start`, a folder) or the nearest folder above.

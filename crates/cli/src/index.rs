@@ -114,6 +114,7 @@ pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
     let allow_partial = settings.index.allow_partial;
     let options = CoordinatorOptions {
         amqp: amqp.unwrap_or(config.queue.amqp.clone()),
+        broker_roots: config.tls.extra_roots()?,
         jobs: config.queue.jobs.clone(),
         parts: (!config.store.parts.is_empty()).then(|| config.store.parts.clone()),
         out,
@@ -162,6 +163,7 @@ pub fn worker(
     all_roots.extend(roots);
     let options = WorkerOptions {
         amqp: amqp.unwrap_or(config.queue.amqp.clone()),
+        broker_roots: config.tls.extra_roots()?,
         jobs: config.queue.jobs.clone(),
         prefetch: prefetch.unwrap_or(config.queue.prefetch),
         exit_when_idle: exit_when_idle.map(Duration::from_secs),

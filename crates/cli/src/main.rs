@@ -468,6 +468,7 @@ impl PipelineArgs {
             related: r,
             embed: e,
             llm: config.llm.clone(),
+            tls: config.tls.clone(),
         }
     }
 }

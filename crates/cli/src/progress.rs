@@ -23,6 +23,40 @@ struct Lines {
     done: u64,
     started: Instant,
     last: Instant,
+    /// Items in progress, by name: their current inner step.
+    inner: std::collections::BTreeMap<String, Inner>,
+}
+
+/// A step inside one item (judging a document's units): its counts and when it began.
+struct Inner {
+    step: String,
+    done: u64,
+    total: u64,
+    started: Instant,
+}
+
+impl Inner {
+    /// `step done/total, rate/s, about N s left`.
+    fn describe(&self, now: Instant) -> String {
+        let seconds = now.duration_since(self.started).as_secs_f64().max(1e-3);
+        let rate = self.done as f64 / seconds;
+        format!(
+            "{} {}/{} units, {rate:.1}/s{}",
+            self.step,
+            self.done,
+            self.total,
+            time_left(rate, self.done, self.total)
+        )
+    }
+}
+
+/// `, about N s left` when the rate tells.
+fn time_left(rate: f64, done: u64, total: u64) -> String {
+    if rate > 0.0 && total > done {
+        format!(", about {:.0} s left", (total - done) as f64 / rate)
+    } else {
+        String::new()
+    }
 }
 
 impl Bar {
@@ -65,17 +99,18 @@ impl Bar {
         l.last = now;
         let seconds = now.duration_since(l.started).as_secs_f64().max(1e-3);
         let rate = l.done as f64 / seconds;
-        let left = if rate > 0.0 && l.total > l.done {
-            format!(", about {:.0} s left", (l.total - l.done) as f64 / rate)
-        } else {
-            String::new()
-        };
+        let inner: String = l
+            .inner
+            .iter()
+            .map(|(item, i)| format!("; {item}: {}", i.describe(now)))
+            .collect();
         eprintln!(
-            "{}: {}/{} ({:.0} %), {rate:.1}/s{left}",
+            "{}: {}/{} ({:.0} %), {rate:.1}/s{}{inner}",
             l.what,
             l.done,
             l.total,
-            100.0 * l.done as f64 / l.total.max(1) as f64
+            100.0 * l.done as f64 / l.total.max(1) as f64,
+            time_left(rate, l.done, l.total)
         );
     }
 }
@@ -91,6 +126,7 @@ impl ledger_pipeline::Progress for Bar {
                     done: 0,
                     started: now,
                     last: now,
+                    inner: Default::default(),
                 });
             }
             return;
@@ -119,6 +155,11 @@ impl ledger_pipeline::Progress for Bar {
     }
 
     fn advance(&self, message: &str) {
+        if let Ok(mut lines) = self.lines.lock()
+            && let Some(l) = lines.as_mut()
+        {
+            l.inner.remove(message);
+        }
         self.line(1, 0, false);
         let bar = self.current();
         bar.inc(1);
@@ -127,6 +168,38 @@ impl ledger_pipeline::Progress for Bar {
 
     fn note(&self, message: &str) {
         self.current().set_message(message.to_string());
+    }
+
+    fn inner(&self, item: &str, step: &str, done: u64, total: u64) {
+        if !self.enabled {
+            return;
+        }
+        if self.terminal {
+            self.current()
+                .set_message(format!("{item}: {step} {done}/{total} units"));
+            return;
+        }
+        if let Ok(mut lines) = self.lines.lock()
+            && let Some(l) = lines.as_mut()
+        {
+            let now = Instant::now();
+            let i = l.inner.entry(item.to_string()).or_insert_with(|| Inner {
+                step: step.to_string(),
+                done: 0,
+                total,
+                started: now,
+            });
+            if i.step != step {
+                *i = Inner {
+                    step: step.to_string(),
+                    done: 0,
+                    total,
+                    started: now,
+                };
+            }
+            (i.done, i.total) = (done, total);
+        }
+        self.line(0, 0, false);
     }
 
     fn finish(&self) {

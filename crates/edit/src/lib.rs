@@ -192,7 +192,8 @@ fn edit_root(undo_root: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(root).map_err(io(root))
 }
 
-/// `path` resolved (symlinks followed), when it lies inside `root` (canonical).
+/// `path` (relative to `root`, or absolute) resolved with symlinks followed, when it lies inside
+/// `root` (canonical).
 fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
     let full = std::fs::canonicalize(root.join(path)).ok()?;
     full.starts_with(root).then_some(full)
@@ -247,7 +248,9 @@ pub fn commit(
         if &now != old {
             return Err(EditError::Changed(path.clone()));
         }
-        let full = inside(&root, path).ok_or_else(|| {
+        // A relative path is the caller's, relative to the working folder, not to the root.
+        let absolute = std::path::absolute(path).map_err(io(path))?;
+        let full = inside(&root, &absolute).ok_or_else(|| {
             EditError::Invalid(format!(
                 "{} lies outside the edit root {}; nothing written",
                 path.display(),

@@ -31,6 +31,9 @@ pub struct Endpoint {
     pub concurrency: usize,
     /// First backoff delay; doubled per attempt, capped at 30 s, fully jittered.
     pub backoff: Duration,
+    /// PEM certificates trusted for `https://` besides the system's roots (a private CA or a
+    /// self-signed server).
+    pub extra_roots: Option<String>,
 }
 
 impl Endpoint {
@@ -44,6 +47,7 @@ impl Endpoint {
             max_retries: 4,
             concurrency: 4,
             backoff: Duration::from_millis(500),
+            extra_roots: None,
         }
     }
 }
@@ -129,9 +133,24 @@ impl From<OpenAIError> for AttemptError {
                 }
             }
             OpenAIError::InvalidArgument(_) => AttemptError::Permanent(e.to_string()),
-            _ => AttemptError::Transient(e.to_string()),
+            _ => AttemptError::Transient(with_causes(&e)),
         }
     }
+}
+
+/// An error and its causes, `a: b: c` (a refused certificate is a cause of "error sending
+/// request", several levels down).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let c_text = c.to_string();
+        if !text.contains(&c_text) {
+            text = format!("{text}: {c_text}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// The HTTP transport under async-openai: plain reqwest, but it counts requests and remembers the
@@ -197,14 +216,14 @@ impl Client {
                 endpoint.url
             )));
         }
-        if endpoint.url.starts_with("https://") {
-            return Err(LlmError::Config(format!(
-                "endpoint URL {:?}: this build has no TLS; use http:// (a local server or a proxy)",
-                endpoint.url
-            )));
+        install_crypto_provider();
+        let mut http = reqwest::Client::builder().timeout(endpoint.timeout);
+        if let Some(pem) = &endpoint.extra_roots {
+            let roots = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+                .map_err(|e| LlmError::Config(format!("extra root certificates: {e}")))?;
+            http = http.tls_certs_merge(roots);
         }
-        let http = reqwest::Client::builder()
-            .timeout(endpoint.timeout)
+        let http = http
             .build()
             .map_err(|e| LlmError::Config(format!("HTTP client: {e}")))?;
         let usage = Arc::new(Usage::default());
@@ -287,6 +306,12 @@ impl Client {
     }
 }
 
+/// Makes rustls's `ring` provider the process default (the build has no other); later calls and
+/// a provider installed before are left alone.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Exponential backoff with full jitter: uniform in `[0, base · 2^(n−1)]`, capped at 30 s.
 fn backoff(base: Duration, n: u32) -> Duration {
     use std::hash::{BuildHasher, Hasher};
@@ -315,8 +340,15 @@ mod tests {
     }
 
     #[test]
-    fn https_is_refused_without_tls() {
-        let e = Client::new(Endpoint::new("https://api.example/v1", "m")).err();
-        assert!(matches!(e, Some(LlmError::Config(m)) if m.contains("TLS")));
+    fn https_endpoints_build_and_bad_extra_roots_are_refused() {
+        assert!(Client::new(Endpoint::new("https://api.example/v1", "m")).is_ok());
+        let mut e = Endpoint::new("https://api.example/v1", "m");
+        e.extra_roots =
+            Some("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".into());
+        let err = Client::new(e).err();
+        assert!(
+            matches!(&err, Some(LlmError::Config(m)) if m.contains("extra root")),
+            "{err:?}"
+        );
     }
 }

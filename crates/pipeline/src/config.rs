@@ -144,6 +144,34 @@ pub struct Config {
     pub store: StoreConfig,
     /// Retrieval for edits.
     pub retrieve: RetrieveConfig,
+    /// Certificates for `https://` endpoints and `amqps://` brokers.
+    pub tls: TlsConfig,
+}
+
+/// Certificates trusted for `https://` endpoints and `amqps://` brokers.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// A PEM file of root certificates trusted besides the system's; empty = the system's only.
+    pub ca_file: String,
+}
+
+impl TlsConfig {
+    /// The PEM text of `ca_file` (`None` when it is empty), checked to hold a certificate.
+    pub fn extra_roots(&self) -> Result<Option<String>> {
+        if self.ca_file.is_empty() {
+            return Ok(None);
+        }
+        let pem = std::fs::read_to_string(&self.ca_file)
+            .map_err(|e| Error::Invalid(format!("tls.ca_file {}: {e}", self.ca_file)))?;
+        if !pem.contains("-----BEGIN CERTIFICATE-----") {
+            return Err(Error::Invalid(format!(
+                "tls.ca_file {}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it",
+                self.ca_file
+            )));
+        }
+        Ok(Some(pem))
+    }
 }
 
 /// Settings of retrieval (`ledger context`) and impact sets (`ledger impact`).

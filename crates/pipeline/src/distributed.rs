@@ -30,6 +30,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub struct WorkerOptions {
     /// Broker URL.
     pub amqp: String,
+    /// PEM certificates trusted for an `amqps://` broker besides the system's (`tls.ca_file`).
+    pub broker_roots: Option<String>,
     /// The job queue.
     pub jobs: String,
     /// Unacknowledged jobs the broker may hand this worker at once.
@@ -68,7 +70,7 @@ pub async fn run_worker(
         let broker = tokio::select! {
             biased;
             _ = &mut shutdown => return Ok(finished),
-            b = Broker::connect(&options.amqp, PATIENCE) => b?,
+            b = Broker::connect(&options.amqp, options.broker_roots.as_deref(), PATIENCE) => b?,
         };
         broker
             .declare_jobs(&options.jobs, options.consumer_timeout)
@@ -302,7 +304,13 @@ fn run_job(
     }
     let parts = ledger_store::PartStore::open(&job.parts)
         .map_err(crate::store(|| format!("opening part store {}", job.parts)))?;
-    crate::index::process_document(stage, &parts, doc, job.previous_key.as_deref())?;
+    crate::index::process_document(
+        stage,
+        &parts,
+        doc,
+        job.previous_key.as_deref(),
+        &crate::Quiet,
+    )?;
     let after = stage
         .chat()
         .map(|c| c.usage().snapshot())
@@ -320,6 +328,8 @@ fn run_job(
 pub struct CoordinatorOptions {
     /// Broker URL.
     pub amqp: String,
+    /// PEM certificates trusted for an `amqps://` broker besides the system's (`tls.ca_file`).
+    pub broker_roots: Option<String>,
     /// The job queue.
     pub jobs: String,
     /// The graph folder.
@@ -516,7 +526,8 @@ async fn follow(
     let mut unpublished: std::collections::VecDeque<DocumentJob> = jobs.into();
     let (mut failed, mut retries) = (0usize, 0usize);
     while !pending.is_empty() {
-        let broker = Broker::connect(&options.amqp, PATIENCE).await?;
+        let broker =
+            Broker::connect(&options.amqp, options.broker_roots.as_deref(), PATIENCE).await?;
         let setup = async {
             broker
                 .declare_jobs(&options.jobs, options.consumer_timeout)

@@ -212,6 +212,7 @@ pub fn process_document(
     parts: &ledger_store::PartStore,
     doc: Document,
     previous_key: Option<&str>,
+    progress: &dyn Progress,
 ) -> Result<Staged> {
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     let mut cache = None;
@@ -228,7 +229,7 @@ pub fn process_document(
     {
         cache = readable_part(parts, k);
     }
-    let (part, report) = stage.process(doc, cache.as_ref())?;
+    let (part, report) = stage.process(doc, cache.as_ref(), progress)?;
     part.write(parts, &key)?;
     Ok(Staged {
         part,
@@ -308,6 +309,7 @@ pub fn stage_document(
     parts: &ledger_store::PartStore,
     source: &ledger_parse::Source,
     previous: &Previous,
+    progress: &dyn Progress,
 ) -> Result<Staged> {
     if let Some(key) = previous.unchanged(source, stage.fingerprint())
         && parts.has(&key)
@@ -317,7 +319,7 @@ pub fn stage_document(
         return Ok(Staged::reused(part, key, false));
     }
     let doc = stage.parse(source);
-    process_document(stage, parts, doc, previous.part_of(&source.id))
+    process_document(stage, parts, doc, previous.part_of(&source.id), progress)
 }
 
 /// What `ledger index` is asked to do.
@@ -547,7 +549,7 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
         sources
             .par_iter()
             .map(|source| {
-                let staged = stage_document(stage, job.parts, source, &previous)
+                let staged = stage_document(stage, job.parts, source, &previous, progress)
                     .map(Staged::outcome)
                     .map_err(|e| {
                         Error::Invalid(format!(

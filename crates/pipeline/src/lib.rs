@@ -117,6 +117,9 @@ pub trait Progress: Sync {
     fn advance(&self, message: &str);
     /// A note on the current item, without advancing.
     fn note(&self, message: &str);
+    /// Inside item `item` (a document), `step` ("judging", "summarising", "embedding") has done
+    /// `done` of `total` units: the long parts of one big document show movement too.
+    fn inner(&self, _item: &str, _step: &str, _done: u64, _total: u64) {}
     /// The step is over.
     fn finish(&self);
 }

@@ -238,13 +238,13 @@ pub fn plan_llm_edit(config: &Config, sources: &Sources, args: &LlmEdit) -> Resu
         instruction: args.instruction.to_string(),
         units,
     };
-    let client = crate::semantic::chat_client(&config.llm)?.ok_or_else(|| {
+    let client = crate::semantic::chat_client(&config.llm, &config.tls)?.ok_or_else(|| {
         Error::Invalid(
             "ledger edit needs an OpenAI-compatible endpoint: set llm.url and llm.model (LEDGER_LLM_URL, LEDGER_LLM_MODEL)".into(),
         )
     })?;
     let editor = ledger_llm::LlmEditor::new(client);
-    let drift_model = crate::retrieval::graph_embedder(args.graph, &config.embed)
+    let drift_model = crate::retrieval::graph_embedder(args.graph, config)
         .inspect_err(|e| notes.push(format!("no drift check: {e}")))
         .ok();
     let mut proposal = editor.propose(&request, None)?;

@@ -1,7 +1,7 @@
 //! Retrieval for an edit and impact sets over a stored graph: loading, the instruction's
 //! embedding relevance, target picking, the packed context.
 
-use crate::config::{Config, EmbedConfig, RetrieveConfig, SummarizerKind};
+use crate::config::{Config, RetrieveConfig, SummarizerKind};
 use crate::{Error, Result};
 use ledger_retrieve::{Graph, Request};
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ pub fn load(graph: &Path) -> Result<Graph> {
 /// embeddings.
 pub fn graph_embedder(
     path: &Path,
-    embed: &EmbedConfig,
+    config: &Config,
 ) -> Result<(Box<dyn ledger_embed::Embedder>, ledger_core::Semantic)> {
     let semantic = ledger_store::read_embeddings(path).map_err(crate::store(|| {
         format!("reading embeddings of {}", path.display())
@@ -33,10 +33,10 @@ pub fn graph_embedder(
             "the graph has no embeddings to compare with (indexed with --no-related?)".into(),
         ));
     }
-    let mut config = embed.clone();
-    config.summarizer = SummarizerKind::Extractive;
-    config.embedder = crate::semantic::embedder_kind_of(&semantic.model);
-    let models = crate::semantic::models(&config, None)?;
+    let mut embed = config.embed.clone();
+    embed.summarizer = SummarizerKind::Extractive;
+    embed.embedder = crate::semantic::embedder_kind_of(&semantic.model);
+    let models = crate::semantic::models(&embed, &config.tls, None)?;
     if models.embedder.model() != semantic.model {
         return Err(Error::Invalid(format!(
             "the graph's embeddings come from {}, which this configuration cannot load",
@@ -53,9 +53,9 @@ pub fn instruction_relevance(
     path: &Path,
     graph: &Graph,
     instruction: &str,
-    embed: &EmbedConfig,
+    config: &Config,
 ) -> Result<HashMap<usize, f32>> {
-    let (embedder, semantic) = graph_embedder(path, embed)?;
+    let (embedder, semantic) = graph_embedder(path, config)?;
     let query = embedder
         .embed(&[instruction])?
         .pop()
@@ -163,7 +163,7 @@ pub fn retrieve(path: &Path, graph: &Graph, ask: &Ask, config: &Config) -> Resul
         .instruction
         .filter(|_| ranking.dense > 0.0 || needs_targets)
         .and_then(
-            |text| match instruction_relevance(path, graph, text, &config.embed) {
+            |text| match instruction_relevance(path, graph, text, config) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     notes.push(format!(

@@ -2,7 +2,7 @@
 //! edges; and `ledger similar`.
 
 use crate::config::{
-    EmbedConfig, EmbedderKind, LlmConfig, RelatedConfig, RelatedScope, SummarizerKind,
+    EmbedConfig, EmbedderKind, LlmConfig, RelatedConfig, RelatedScope, SummarizerKind, TlsConfig,
 };
 use crate::{Error, Result};
 use ledger_core::{Document, Edge, EdgeKind, Semantic, UnitEmbedding, UnitKind, content_hash};
@@ -45,6 +45,7 @@ fn endpoint(
     model: &str,
     api_key_env: &str,
     limits: (usize, u64, u32),
+    tls: &TlsConfig,
 ) -> Result<Endpoint> {
     if url.is_empty() || model.is_empty() {
         return Err(Error::Invalid(format!(
@@ -56,12 +57,13 @@ fn endpoint(
         .then(|| std::env::var(api_key_env).ok())
         .flatten();
     (e.concurrency, e.timeout, e.max_retries) = (limits.0, Duration::from_secs(limits.1), limits.2);
+    e.extra_roots = tls.extra_roots()?;
     Ok(e)
 }
 
 /// The client of the `[llm]` chat endpoint, shared by the DEPENDS judge and the summarizer so
 /// that its usage counters add up to what the run sent; `None` when no URL is configured.
-pub fn chat_client(llm: &LlmConfig) -> Result<Option<Client>> {
+pub fn chat_client(llm: &LlmConfig, tls: &TlsConfig) -> Result<Option<Client>> {
     if llm.url.is_empty() {
         return Ok(None);
     }
@@ -71,6 +73,7 @@ pub fn chat_client(llm: &LlmConfig) -> Result<Option<Client>> {
         &llm.model,
         &llm.api_key_env,
         (llm.concurrency, llm.timeout_secs, llm.max_retries),
+        tls,
     )?;
     Ok(Some(Client::new(e)?))
 }
@@ -96,7 +99,7 @@ pub fn summarizer_kind_of(name: &str) -> SummarizerKind {
 }
 
 /// The summarizer and embedder the configuration names; `chat` is the `[llm]` endpoint.
-pub fn models(config: &EmbedConfig, chat: Option<&Client>) -> Result<Models> {
+pub fn models(config: &EmbedConfig, tls: &TlsConfig, chat: Option<&Client>) -> Result<Models> {
     let summarizer: Box<dyn Summarizer> = match (config.summarizer, chat) {
         (SummarizerKind::Extractive, _) => Box::new(Extractive),
         (SummarizerKind::Llm, Some(client)) => Box::new(LlmSummarizer::new(client.clone())),
@@ -127,6 +130,7 @@ pub fn models(config: &EmbedConfig, chat: Option<&Client>) -> Result<Models> {
                 &config.model,
                 &config.api_key_env,
                 (config.concurrency, config.timeout_secs, config.max_retries),
+                tls,
             )?;
             Box::new(OpenAiEmbedder::new(Client::new(e)?, config.batch)?)
         }
@@ -216,13 +220,18 @@ impl Around {
     }
 }
 
+/// Units summarised or embedded at once by [`embed`], between two reports of its progress.
+const EMBED_CHUNK: usize = 256;
+
 /// Summaries and embeddings of the documents' units (bibliography entries are not embedded).
 /// Summaries and vectors of `previous` (an earlier result for these documents) are reused where
-/// the summarizer and its input, or the model and the summary, are unchanged.
+/// the summarizer and its input, or the model and the summary, are unchanged. `progress(step,
+/// done, total)` hears of the summaries and vectors computed ("summarising", "embedding").
 pub fn embed(
     docs: &[Document],
     models: &Models,
     previous: Option<&Semantic>,
+    progress: &dyn Fn(&str, usize, usize),
 ) -> Result<(Semantic, Stats)> {
     let (summarizer, embedder) = (models.summarizer.as_ref(), models.embedder.as_ref());
     let mut stats = Stats::default();
@@ -268,7 +277,12 @@ pub fn embed(
     let missing: Vec<usize> = (0..inputs.len())
         .filter(|&k| summaries[k].is_none())
         .collect();
-    let fresh = summarizer.summarize(&missing.iter().map(|&k| inputs[k]).collect::<Vec<_>>());
+    let to_summarise: Vec<SummaryInput> = missing.iter().map(|&k| inputs[k]).collect();
+    let mut fresh = Vec::with_capacity(to_summarise.len());
+    for chunk in to_summarise.chunks(EMBED_CHUNK) {
+        fresh.extend(summarizer.summarize(chunk));
+        progress("summarising", fresh.len(), to_summarise.len());
+    }
     let mut uncached: HashSet<usize> = HashSet::new();
     for (&k, result) in missing.iter().zip(fresh) {
         summaries[k] = Some(match result {
@@ -323,7 +337,11 @@ pub fn embed(
     stats.vectors_reused = vectors.iter().filter(|v| v.is_some()).count();
     let missing: Vec<usize> = (0..items.len()).filter(|&k| vectors[k].is_none()).collect();
     let texts: Vec<&str> = missing.iter().map(|&k| items[k].2.as_str()).collect();
-    let computed = embedder.embed(&texts)?;
+    let mut computed = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(EMBED_CHUNK) {
+        computed.extend(embedder.embed(chunk)?);
+        progress("embedding", computed.len(), texts.len());
+    }
     if computed.len() != texts.len() {
         return Err(Error::Invalid(format!(
             "embedder {} returned {} vectors for {} texts",

@@ -15,9 +15,10 @@
 
 use crate::config::{
     DependsConfig, EmbedConfig, IndexConfig, JudgeKind, LlmConfig, RelatedConfig, RelatedScope,
+    TlsConfig,
 };
 use crate::semantic::{Models, Stats};
-use crate::{Error, Result};
+use crate::{Error, Progress, Result};
 use ledger_core::{Document, JudgmentOutcome, Semantic};
 use ledger_llm::depends::{Cache, Judge, LlmJudge, OfflineJudge, Report};
 use ledger_store::PartStore;
@@ -43,6 +44,8 @@ pub struct Settings {
     pub embed: EmbedConfig,
     /// The chat endpoint.
     pub llm: LlmConfig,
+    /// Certificates for `https://` endpoints.
+    pub tls: TlsConfig,
 }
 
 impl Settings {
@@ -174,7 +177,7 @@ pub struct Stage {
 impl Stage {
     /// Builds the judge and models the settings name (MiniLM weights are loaded here).
     pub fn new(settings: Settings) -> Result<Stage> {
-        let chat = crate::semantic::chat_client(&settings.llm)?;
+        let chat = crate::semantic::chat_client(&settings.llm, &settings.tls)?;
         let judge: Option<Box<dyn Judge>> = if settings.depends.enabled {
             Some(match (settings.depends.judge, chat.as_ref()) {
                 (JudgeKind::Offline, _) | (JudgeKind::Auto, None) => Box::new(OfflineJudge),
@@ -191,7 +194,11 @@ impl Stage {
             None
         };
         let models = if settings.related.enabled {
-            Some(crate::semantic::models(&settings.embed, chat.as_ref())?)
+            Some(crate::semantic::models(
+                &settings.embed,
+                &settings.tls,
+                chat.as_ref(),
+            )?)
         } else {
             None
         };
@@ -271,8 +278,18 @@ impl Stage {
     /// The document stage: DEPENDS judgments, summaries and embeddings of `doc`, reusing what
     /// `previous` (an earlier part of the same document) already holds, and its RELATED edges in
     /// document scope.
-    pub fn process(&self, doc: Document, previous: Option<&Part>) -> Result<(Part, DocReport)> {
+    /// How far the judging, summarising and embedding of its units are goes to `progress`.
+    pub fn process(
+        &self,
+        doc: Document,
+        previous: Option<&Part>,
+        progress: &dyn Progress,
+    ) -> Result<(Part, DocReport)> {
         let _span = tracing::info_span!("document", doc_id = %doc.id).entered();
+        let id = doc.id.clone();
+        let inner = |step: &str, done: usize, total: usize| {
+            progress.inner(&id, step, done as u64, total as u64);
+        };
         let mut docs = vec![doc];
         let mut report = DocReport::default();
         if let Some(judge) = self.judge.as_deref() {
@@ -280,17 +297,18 @@ impl Stage {
                 .filter(|_| judge.reusable())
                 .map(|p| p.judgment_cache(judge.name()))
                 .unwrap_or_default();
-            report.depends = ledger_llm::depends::judge_corpus(
+            report.depends = ledger_llm::depends::judge_corpus_reporting(
                 &mut docs,
                 judge,
                 self.settings.depends.window,
                 &cache,
+                &|done, total| inner("judging", done, total),
             );
         }
         let mut semantic = match &self.models {
             Some(models) => {
                 let (semantic, stats) =
-                    crate::semantic::embed(&docs, models, previous.map(|p| &p.semantic))?;
+                    crate::semantic::embed(&docs, models, previous.map(|p| &p.semantic), &inner)?;
                 report.semantic = stats;
                 semantic
             }

@@ -13,6 +13,7 @@ use lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
     BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
+use lapin::tcp::OwnedTLSConfig;
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use ledger_core::redact_credentials as redact;
@@ -146,11 +147,16 @@ pub struct Broker {
 
 impl Broker {
     /// Connects, retrying with exponential backoff (capped at 5 s) for up to `patience`.
-    pub async fn connect(url: &str, patience: Duration) -> Result<Broker> {
+    /// `amqps://` URLs are verified against the system's roots and `extra_roots` (PEM).
+    pub async fn connect(
+        url: &str,
+        extra_roots: Option<&str>,
+        patience: Duration,
+    ) -> Result<Broker> {
         let start = std::time::Instant::now();
         let mut delay = Duration::from_millis(200);
         loop {
-            match Self::connect_once(url).await {
+            match Self::connect_once(url, extra_roots).await {
                 Ok(b) => return Ok(b),
                 Err(e) if start.elapsed() >= patience => {
                     return Err(QueueError::Unreachable {
@@ -168,8 +174,20 @@ impl Broker {
         }
     }
 
-    async fn connect_once(url: &str) -> Result<Broker> {
-        let connection = Connection::connect(url, ConnectionProperties::default()).await?;
+    async fn connect_once(url: &str, extra_roots: Option<&str>) -> Result<Broker> {
+        // The ring provider, the build's only one, as the process default (once).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let tls = OwnedTLSConfig {
+            identity: None,
+            cert_chain: extra_roots.map(str::to_string),
+        };
+        let connection = Connection::connect_with_config(
+            url,
+            ConnectionProperties::default(),
+            tls,
+            lapin::runtime::default_runtime()?,
+        )
+        .await?;
         let channel = connection.create_channel().await?;
         channel
             .confirm_select(ConfirmSelectOptions::default())

@@ -2,7 +2,7 @@
 //! processes of the real binary, the LLM judge on the local test server. Each test uses its own
 //! job queue; they run one at a time (one of them restarts the broker).
 
-use super::{root, server, stdout};
+use super::{root, server, stdout, tls};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -110,7 +110,7 @@ impl Env {
     /// Jobs ready in this test's queue.
     fn depth(&self) -> u32 {
         runtime().block_on(async {
-            let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
+            let b = ledger_queue::Broker::connect(AMQP, None, Duration::from_secs(30))
                 .await
                 .expect("broker");
             b.declare_jobs(&self.queue, Duration::from_secs(3600))
@@ -134,7 +134,7 @@ impl Env {
     /// The dead letters of this test's queue.
     fn dead_letters(&self) -> Vec<ledger_queue::DeadLetter> {
         runtime().block_on(async {
-            let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
+            let b = ledger_queue::Broker::connect(AMQP, None, Duration::from_secs(30))
                 .await
                 .expect("broker");
             let mut out = Vec::new();
@@ -700,7 +700,7 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
     // Take the seven jobs and send them back tampered with, as anyone with the broker's
     // credentials could.
     runtime().block_on(async {
-        let b = ledger_queue::Broker::connect(AMQP, Duration::from_secs(30))
+        let b = ledger_queue::Broker::connect(AMQP, None, Duration::from_secs(30))
             .await
             .expect("broker");
         let mut jobs = Vec::new();
@@ -760,4 +760,70 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
     assert!(letters.iter().all(|l| l.job.attempt == 0), "{reasons:?}");
     // The fifth (and the two untouched) ran on the worker's own settings: nothing went to the endpoint the job named.
     assert_eq!(attacker.hits(), 0);
+}
+
+#[test]
+fn an_https_endpoint_and_an_amqps_broker_are_trusted_through_tls_ca_file() {
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let llm_front = tls::TlsFront::start(llm.addr);
+    let broker_front = tls::TlsFront::start("127.0.0.1:5672".parse().expect("address"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(
+        &ca,
+        format!(
+            "{}{}",
+            llm_front.certificate_pem, broker_front.certificate_pem
+        ),
+    )
+    .expect("write ca.pem");
+    let mut env = Env::new("tls", &llm);
+    env.llm = format!("https://localhost:{}/v1", llm_front.port);
+    let amqps = format!("amqps://guest:guest@localhost:{}/%2f", broker_front.port);
+    let trusting = |mut c: Command| {
+        c.env("LEDGER_TLS_CA_FILE", &ca)
+            .env("LEDGER_QUEUE_AMQP", &amqps);
+        c
+    };
+    let input = corpus(dir.path());
+
+    // Embedded: the DEPENDS judge's requests go through TLS.
+    let embedded = dir.path().join("embedded");
+    let o = trusting(env.command(&["index", s(&input), "--out", s(&embedded)]))
+        .output()
+        .expect("ledger index");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(llm.hits() > 100, "{} LLM requests", llm.hits());
+    assert!(llm_front.handshakes() >= 1);
+
+    // Distributed over amqps://: coordinator and worker verify the broker's certificate.
+    let out = dir.path().join("distributed");
+    let coordinator = trusting(env.command(&["coordinator", s(&input), "--out", s(&out)]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coordinator starts");
+    let worker = trusting(env.command(&["worker"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("worker starts");
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(worker);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("7 jobs published"), "{}", stdout(&o));
+    assert!(broker_front.handshakes() >= 2, "coordinator and worker");
+    assert_same_graph(&embedded, &out);
+
+    // Without the extra root the broker's self-signed certificate is refused.
+    let err = runtime()
+        .block_on(ledger_queue::Broker::connect(&amqps, None, Duration::ZERO))
+        .err()
+        .expect("an untrusted certificate is refused");
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    let _ = env.dead_letters();
 }

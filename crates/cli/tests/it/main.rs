@@ -9,6 +9,9 @@ mod security;
 #[path = "../../../llm/tests/it/server.rs"]
 #[allow(dead_code)]
 mod server;
+#[path = "../../../llm/tests/it/tls.rs"]
+#[allow(dead_code)]
+mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -1480,6 +1483,26 @@ fn progress_off_a_terminal_is_a_periodic_line_and_q_and_v_set_how_much_is_said()
     assert!(lines.len() >= 20, "{err}");
     assert!(lines.iter().any(|l| l.contains("/s")), "{err}");
     assert!(lines.last().is_some_and(|l| l.contains("(100 %)")), "{err}");
+    // Inside a document, its judging shows too.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(": judging ") && l.contains(" units, ")),
+        "{err}"
+    );
+    // A big document's summaries and vectors advance in steps, each with its rate.
+    let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
+        .args(["index", "--out", &g("big"), "--embedder", "hash"])
+        .arg(root().join("datasets/carleson-blueprint"))
+        .env_remove("LEDGER_CONFIG")
+        .env("LEDGER_PROGRESS_INTERVAL_MS", "0")
+        .output()
+        .expect("ledger runs");
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let embedding: Vec<&str> = err.lines().filter(|l| l.contains(": embedding ")).collect();
+    assert!(embedding.len() >= 2, "{err}");
+    assert!(embedding.iter().all(|l| l.contains("/s")), "{err}");
     // The default interval is ten seconds: none for a run this short but the last.
     let o = index(&g("b"), &[], "10000");
     let err = String::from_utf8_lossy(&o.stderr);

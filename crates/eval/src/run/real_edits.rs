@@ -481,7 +481,7 @@ fn index_case(
 ) -> Result<Indexed> {
     let stage = pipeline.stage;
     let doc = stage.parse(source);
-    let (part, _) = stage.process(doc, previous)?;
+    let (part, _) = stage.process(doc, previous, &ledger_pipeline::Quiet)?;
     let (mut docs, semantic) = ledger_pipeline::assemble(
         vec![part.clone()],
         &stage.settings().related,

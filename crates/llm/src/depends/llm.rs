@@ -135,9 +135,7 @@ impl Judge for LlmJudge {
                 .map(|(i, t)| async move {
                     let judged = self.one(t).await;
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if n.is_multiple_of(100) || n == tasks.len() {
-                        tracing::info!(judged = n, of = tasks.len(), "depends judgments");
-                    }
+                    tracing::debug!(judged = n, of = tasks.len(), "depends judgments");
                     (i, judged)
                 })
                 .buffer_unordered(concurrency)

@@ -262,6 +262,22 @@ pub fn judge_corpus(
     window: usize,
     cache: &Cache,
 ) -> Report {
+    judge_corpus_reporting(docs, judge, window, cache, &|_, _| {})
+}
+
+/// Units handed to a judge at once by [`judge_corpus_reporting`]: small enough for frequent
+/// progress, large enough to keep an endpoint's concurrency busy.
+const JUDGE_CHUNK: usize = 64;
+
+/// [`judge_corpus`], calling `progress(judged, to_judge)` as the units not taken from the cache
+/// are judged.
+pub fn judge_corpus_reporting(
+    docs: &mut [Document],
+    judge: &dyn Judge,
+    window: usize,
+    cache: &Cache,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Report {
     let name = judge.name().to_string();
     let results: Vec<(Vec<Judgment>, Vec<Edge>)> = {
         let contexts: Vec<DocContext> = {
@@ -307,7 +323,11 @@ pub fn judge_corpus(
                 }
             })
             .collect();
-        let answers = judge.judge_all(&owned);
+        let mut answers = Vec::with_capacity(owned.len());
+        for chunk in owned.chunks(JUDGE_CHUNK) {
+            answers.extend(judge.judge_all(chunk));
+            progress(answers.len(), owned.len());
+        }
         for ((d, k), (task, answer)) in pending.into_iter().zip(owned.iter().zip(answers)) {
             slots[d][k] = Some(judgment(&name, task, answer));
         }

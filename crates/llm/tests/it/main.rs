@@ -3,6 +3,7 @@
 mod depends;
 mod judge;
 mod server;
+mod tls;
 
 use ledger_core::UnitKind;
 use ledger_embed::{Embedder, Summarizer, SummaryInput};
@@ -178,4 +179,41 @@ fn llm_summaries_one_request_per_unit_with_failures_in_their_slot() {
     assert!(out[2].is_err(), "the failed unit is an error in its slot");
     let usage = summarizer.client().usage().snapshot();
     assert_eq!((usage.prompt_tokens, usage.completion_tokens), (40, 8));
+}
+
+#[test]
+fn https_endpoints_are_verified_against_the_system_and_extra_roots() {
+    let server = FakeServer::start();
+    let front = tls::TlsFront::start(server.addr);
+    let https = |roots: Option<String>| {
+        let mut e = endpoint(&server);
+        e.url = format!("https://localhost:{}/v1", front.port);
+        e.max_retries = 0;
+        e.extra_roots = roots;
+        OpenAiEmbedder::new(Client::new(e).expect("client"), 4)
+    };
+    // Trusted as an extra root: the handshake succeeds and the answers come through TLS.
+    let embedder = https(Some(front.certificate_pem.clone())).expect("probe over TLS");
+    let v = embedder.embed(&["abc"]).expect("embedding over TLS");
+    assert_eq!(v[0].len(), 8);
+    assert!(front.handshakes() >= 1);
+    let hits = server.hits();
+    // The system's roots alone, or another self-signed certificate: refused before any request
+    // reaches the server.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+        .expect("another certificate")
+        .cert
+        .pem();
+    for roots in [None, Some(other)] {
+        let err = https(roots)
+            .err()
+            .expect("an untrusted certificate is refused");
+        let text = format!("{err:?}").to_lowercase();
+        assert!(text.contains("certificate"), "{text}");
+    }
+    assert_eq!(
+        server.hits(),
+        hits,
+        "no request passed an untrusted handshake"
+    );
 }

@@ -31,6 +31,8 @@ pub enum Behaviour {
 pub struct FakeServer {
     /// Base URL, `http://127.0.0.1:PORT/v1`.
     pub url: String,
+    /// Its address.
+    pub addr: std::net::SocketAddr,
     hits: Arc<AtomicUsize>,
     script: Arc<Mutex<VecDeque<Behaviour>>>,
     #[allow(dead_code)] // set by the CLI's distributed tests
@@ -75,6 +77,7 @@ impl FakeServer {
         let addr = rx.recv().expect("server address");
         FakeServer {
             url: format!("http://{addr}/v1"),
+            addr,
             hits,
             script,
             delay_ms,

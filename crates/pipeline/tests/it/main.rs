@@ -31,6 +31,7 @@ fn settings(config: &Config) -> Settings {
         related: config.related.clone(),
         embed: config.embed.clone(),
         llm: config.llm.clone(),
+        tls: config.tls.clone(),
     };
     s.index.count_tokens = false;
     s.depends.judge = JudgeKind::Offline;
@@ -466,7 +467,9 @@ fn summaries_of_a_document_with_many_sections_cost_linear_time() {
             root: None,
         };
         let doc = stage.parse(&source);
-        stage.process(doc, None).map(|(part, _)| part)
+        stage
+            .process(doc, None, &ledger_pipeline::Quiet)
+            .map(|(part, _)| part)
     })
     .expect("the document stage succeeds");
     let summaries = part
