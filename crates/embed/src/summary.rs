@@ -158,7 +158,9 @@ impl Summarizer for Extractive {
     }
 
     fn summarize(&self, inputs: &[SummaryInput<'_>]) -> Vec<Result<String, crate::EmbedError>> {
-        inputs.iter().map(|u| Ok(summarize(u))).collect()
+        // The units of one large document use every core too (documents already do).
+        use rayon::prelude::*;
+        inputs.par_iter().map(|u| Ok(summarize(u))).collect()
     }
 }
 

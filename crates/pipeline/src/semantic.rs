@@ -220,8 +220,15 @@ impl Around {
     }
 }
 
-/// Units summarised or embedded at once by [`embed`], between two reports of its progress.
-const EMBED_CHUNK: usize = 256;
+/// Units summarised or embedded at once by [`embed`], between two reports of its progress: about
+/// a twentieth of them, but never fewer than this, so that batches and an endpoint's concurrency
+/// stay full.
+const EMBED_CHUNK: usize = 1024;
+
+/// The chunk size for `n` units.
+fn chunk_size(n: usize) -> usize {
+    EMBED_CHUNK.max(n.div_ceil(20))
+}
 
 /// Summaries and embeddings of the documents' units (bibliography entries are not embedded).
 /// Summaries and vectors of `previous` (an earlier result for these documents) are reused where
@@ -279,7 +286,7 @@ pub fn embed(
         .collect();
     let to_summarise: Vec<SummaryInput> = missing.iter().map(|&k| inputs[k]).collect();
     let mut fresh = Vec::with_capacity(to_summarise.len());
-    for chunk in to_summarise.chunks(EMBED_CHUNK) {
+    for chunk in to_summarise.chunks(chunk_size(to_summarise.len())) {
         fresh.extend(summarizer.summarize(chunk));
         progress("summarising", fresh.len(), to_summarise.len());
     }
@@ -338,7 +345,7 @@ pub fn embed(
     let missing: Vec<usize> = (0..items.len()).filter(|&k| vectors[k].is_none()).collect();
     let texts: Vec<&str> = missing.iter().map(|&k| items[k].2.as_str()).collect();
     let mut computed = Vec::with_capacity(texts.len());
-    for chunk in texts.chunks(EMBED_CHUNK) {
+    for chunk in texts.chunks(chunk_size(texts.len())) {
         computed.extend(embedder.embed(chunk)?);
         progress("embedding", computed.len(), texts.len());
     }

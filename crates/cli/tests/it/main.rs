@@ -1493,7 +1493,7 @@ fn progress_off_a_terminal_is_a_periodic_line_and_q_and_v_set_how_much_is_said()
     // A big document's summaries and vectors advance in steps, each with its rate.
     let o = Command::new(env!("CARGO_BIN_EXE_ledger"))
         .args(["index", "--out", &g("big"), "--embedder", "hash"])
-        .arg(root().join("datasets/carleson-blueprint"))
+        .arg(root().join("datasets/hott-book"))
         .env_remove("LEDGER_CONFIG")
         .env("LEDGER_PROGRESS_INTERVAL_MS", "0")
         .output()

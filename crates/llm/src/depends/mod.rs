@@ -265,9 +265,9 @@ pub fn judge_corpus(
     judge_corpus_reporting(docs, judge, window, cache, &|_, _| {})
 }
 
-/// Units handed to a judge at once by [`judge_corpus_reporting`]: small enough for frequent
-/// progress, large enough to keep an endpoint's concurrency busy.
-const JUDGE_CHUNK: usize = 64;
+/// Units handed to a judge at once by [`judge_corpus_reporting`]: about a twentieth of them, for
+/// progress, but never fewer than this, so that an endpoint's concurrency stays busy.
+const JUDGE_CHUNK: usize = 256;
 
 /// [`judge_corpus`], calling `progress(judged, to_judge)` as the units not taken from the cache
 /// are judged.
@@ -324,7 +324,7 @@ pub fn judge_corpus_reporting(
             })
             .collect();
         let mut answers = Vec::with_capacity(owned.len());
-        for chunk in owned.chunks(JUDGE_CHUNK) {
+        for chunk in owned.chunks(JUDGE_CHUNK.max(owned.len().div_ceil(20))) {
             answers.extend(judge.judge_all(chunk));
             progress(answers.len(), owned.len());
         }
