@@ -233,6 +233,88 @@ fn offer(top: &mut TopK, i: usize, j: usize, s: f32, theta: f32, skip: Skip) {
     }
 }
 
+/// Each vector's `k` strongest neighbours above `theta` that `skip` does not leave out: by
+/// [`exact_neighbours`] below `exact_below` vectors (deterministic), else approximately. Above
+/// it, identical vectors (repeated paragraphs, equations, copied documents) are searched once:
+/// the distinct vectors go through [`exact_neighbours`] (when fewer than `exact_below`) or an HNSW
+/// [`NeighbourIndex`], asking for `2k` of them, and each vector's neighbours are its identical
+/// vectors (their cosine with it) and the members of its distinct vector's neighbours. With many
+/// pairs left out by `skip` a vector may then keep fewer than `k`.
+pub fn neighbours(
+    vectors: &[Vec<f32>],
+    theta: f32,
+    k: usize,
+    skip: Skip,
+    exact_below: usize,
+    params: HnswParams,
+) -> Neighbours {
+    let n = vectors.len();
+    if n < exact_below {
+        return exact_neighbours(vectors, theta, k, skip);
+    }
+    // Groups of identical vectors (equal bits), members in index order; found by a hash of the
+    // bits, then compared.
+    let hash = |v: &[f32]| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        v.iter().for_each(|x| x.to_bits().hash(&mut h));
+        h.finish()
+    };
+    let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+    let mut by_hash: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    let mut group_of = Vec::with_capacity(n);
+    for (i, v) in vectors.iter().enumerate() {
+        let groups = by_hash.entry(hash(v)).or_default();
+        let g = match groups.iter().find(|&&g| same(&vectors[members[g][0]], v)) {
+            Some(&g) => g,
+            None => {
+                members.push(Vec::new());
+                groups.push(members.len() - 1);
+                members.len() - 1
+            }
+        };
+        members[g].push(i);
+        group_of.push(g);
+    }
+    drop(by_hash);
+    if members.len() == n {
+        return NeighbourIndex::build(vectors, params).neighbours(vectors, theta, k, skip);
+    }
+    let distinct: Vec<Vec<f32>> = members.iter().map(|m| vectors[m[0]].clone()).collect();
+    let asked = 2 * k;
+    let near = if distinct.len() < exact_below {
+        exact_neighbours(&distinct, theta, asked, &skip_none)
+    } else {
+        NeighbourIndex::build(&distinct, params).neighbours(&distinct, theta, asked, &skip_none)
+    };
+    let own: Vec<f32> = distinct.iter().map(|v| crate::cosine(v, v)).collect();
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let g = group_of[i];
+            let mut top = TopK::new(k);
+            let candidates = std::iter::once((g, own[g])).chain(near[g].iter().copied());
+            for (h, score) in candidates {
+                if score <= theta {
+                    continue;
+                }
+                for &j in &members[h] {
+                    // Members come in index order at one score: once one is refused, so are
+                    // the rest.
+                    if !top.wants(j, score) {
+                        break;
+                    }
+                    if j != i && !skip(i, j) {
+                        top.offer(j, score);
+                    }
+                }
+            }
+            top.into_sorted()
+        })
+        .collect()
+}
+
 /// Exact search: each vector's `k` strongest neighbours above `theta` that `skip` does not leave
 /// out, comparing all pairs (quadratic, each pair once). The cosines come from blocked matrix
 /// products (candle's CPU matmul, SIMD and multi-threaded), about ten times faster than pairwise
@@ -461,6 +543,36 @@ mod tests {
         let sample = exact_neighbours_of(&vectors, &rows, 0.9, 10);
         let expect = exact_neighbours_scalar(&vectors, &rows, 0.9, 10, &skip_none);
         assert_eq!(ids(&sample), ids(&expect));
+    }
+
+    #[test]
+    fn identical_vectors_are_searched_once_and_get_the_exact_neighbours() {
+        // 400 distinct vectors, 1,000 in all: vectors 400.. repeat earlier ones, some often.
+        let distinct = vectors(400);
+        let all: Vec<Vec<f32>> = (0..1000)
+            .map(|i| distinct[if i < 400 { i } else { (i * 7) % 40 }].clone())
+            .collect();
+        let skip = |i: usize, j: usize| (i + j).is_multiple_of(11);
+        let exact = exact_neighbours(&all, 0.9, 10, &skip);
+        // Above `exact_below` (500) the 400 distinct vectors are searched, exactly.
+        let deduplicated = neighbours(&all, 0.9, 10, &skip, 500, HnswParams::default());
+        let differ = ids(&exact)
+            .iter()
+            .zip(ids(&deduplicated))
+            .filter(|(a, b)| *a != b)
+            .count();
+        // Rounding may swap two neighbours within it of each other, nothing more.
+        assert!(differ <= 5, "{differ} of 1000 lists differ");
+        for (e, d) in exact.iter().zip(&deduplicated) {
+            for (x, y) in e.iter().zip(d) {
+                assert!((x.1 - y.1).abs() < 1e-5);
+            }
+        }
+        // A repeated vector's neighbours begin with its copies (cosine 1).
+        assert!(deduplicated[405].iter().take(3).all(|n| n.1 > 0.9999));
+        // Below `exact_below` it is the exact search itself.
+        let below = neighbours(&all, 0.9, 10, &skip, 2000, HnswParams::default());
+        assert_eq!(ids(&below), ids(&exact));
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod summary;
 pub use hashing::HashingEmbedder;
 pub use index::{
     HnswParams, NeighbourIndex, Neighbours, Pair, bounded_pairs, clustered, exact_neighbours,
-    exact_neighbours_of, recall, skip_none,
+    exact_neighbours_of, neighbours, recall, skip_none,
 };
 pub use minilm::MiniLm;
 pub use summary::{Extractive, Summarizer, SummaryInput};

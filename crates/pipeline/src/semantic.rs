@@ -8,8 +8,7 @@ use crate::{Error, Result};
 use ledger_core::{Document, Edge, EdgeKind, Semantic, UnitEmbedding, UnitKind, content_hash};
 use ledger_embed::summary::{SummaryInput, input_hash, summarize};
 use ledger_embed::{
-    Embedder, Extractive, HashingEmbedder, HnswParams, MiniLm, NeighbourIndex, Summarizer,
-    bounded_pairs, exact_neighbours,
+    Embedder, Extractive, HashingEmbedder, HnswParams, MiniLm, Summarizer, bounded_pairs,
 };
 use ledger_llm::{Client, Endpoint, LlmSummarizer, OpenAiEmbedder};
 use std::collections::{HashMap, HashSet};
@@ -458,11 +457,8 @@ pub fn related(
             let ((d1, u1, _), (d2, u2, _)) = (items[group[a]], items[group[b]]);
             d1 == d2 && linked.contains(&(d1, u1.min(u2), d2, u1.max(u2)))
         };
-        let neighbours = if vs.len() < EXACT_BELOW {
-            exact_neighbours(&vs, theta, k, &skip)
-        } else {
-            NeighbourIndex::build(&vs, HnswParams::default()).neighbours(&vs, theta, k, &skip)
-        };
+        let neighbours =
+            ledger_embed::neighbours(&vs, theta, k, &skip, EXACT_BELOW, HnswParams::default());
         for (a, b, score) in bounded_pairs(&neighbours, k) {
             let (x, y) = (&items[group[a]], &items[group[b]]);
             // Stored once, from the earlier unit (document order) to the later.
