@@ -182,22 +182,20 @@ impl ledger_pipeline::Progress for Bar {
         if let Ok(mut lines) = self.lines.lock()
             && let Some(l) = lines.as_mut()
         {
-            let now = Instant::now();
-            let i = l.inner.entry(item.to_string()).or_insert_with(|| Inner {
-                step: step.to_string(),
-                done: 0,
-                total,
-                started: now,
-            });
-            if i.step != step {
-                *i = Inner {
-                    step: step.to_string(),
-                    done: 0,
+            // A new step of the item starts its own clock (for its rate).
+            if l.inner.get(item).is_none_or(|i| i.step != step) {
+                let started = Instant::now();
+                let step = step.to_string();
+                let fresh = Inner {
+                    step,
+                    done,
                     total,
-                    started: now,
+                    started,
                 };
+                l.inner.insert(item.to_string(), fresh);
+            } else if let Some(i) = l.inner.get_mut(item) {
+                (i.done, i.total) = (done, total);
             }
-            (i.done, i.total) = (done, total);
         }
         self.line(0, 0, false);
     }

@@ -308,7 +308,7 @@ impl Client {
 
 /// Makes rustls's `ring` provider the process default (the build has no other); later calls and
 /// a provider installed before are left alone.
-pub fn install_crypto_provider() {
+fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 

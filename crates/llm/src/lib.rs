@@ -12,7 +12,7 @@ pub mod editor;
 pub mod embeddings;
 pub mod summaries;
 
-pub use client::{Client, Endpoint, Usage, UsageSnapshot, install_crypto_provider};
+pub use client::{Client, Endpoint, Usage, UsageSnapshot};
 pub use editor::LlmEditor;
 pub use embeddings::OpenAiEmbedder;
 pub use summaries::LlmSummarizer;

@@ -175,8 +175,7 @@ impl Broker {
     }
 
     async fn connect_once(url: &str, extra_roots: Option<&str>) -> Result<Broker> {
-        // The ring provider, the build's only one, as the process default (once).
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // lapin's TLS (rustls-connector, `rustls--ring`) installs the ring provider itself.
         let tls = OwnedTLSConfig {
             identity: None,
             cert_chain: extra_roots.map(str::to_string),

@@ -29,10 +29,12 @@ fn broker() -> Option<MutexGuard<'static, ()>> {
     Some(BROKER.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// A test's environment: its own job queue, the hashing embedder, the LLM judge on `llm`.
+/// A test's environment: its own job queue, the hashing embedder, the LLM judge on `llm`, and
+/// `vars`, more environment for every command (storage, certificates).
 struct Env {
     queue: String,
     llm: String,
+    vars: Vec<(&'static str, String)>,
 }
 
 impl Env {
@@ -44,6 +46,7 @@ impl Env {
         Env {
             queue: format!("ledger.test.{name}.{}.{nanos}", std::process::id()),
             llm: llm.url.clone(),
+            vars: Vec::new(),
         }
     }
 
@@ -57,6 +60,7 @@ impl Env {
             .env("LEDGER_LLM_MODEL", "fake-judge")
             .env("LEDGER_LLM_CONCURRENCY", "4")
             .env("LEDGER_INDEX_PROGRESS", "false")
+            .envs(self.vars.iter().map(|(k, v)| (k, v)))
             // Workers read and write only where the tests put corpora, graphs and parts.
             .env(
                 "LEDGER_QUEUE_WORKER_ROOTS",
@@ -564,34 +568,21 @@ fn workers_write_parts_to_s3_compatible_storage() {
     let Some(_broker) = broker() else { return };
     let Some(s3) = s3() else { return };
     let llm = server::FakeServer::start();
-    let env = Env::new("s3", &llm);
+    let mut env = Env::new("s3", &llm);
     let dir = tempfile::tempdir().expect("tempdir");
     let input = corpus(dir.path());
     let embedded = dir.path().join("embedded");
     env.index(&input, &embedded);
     let out = dir.path().join("graph");
-    let with_s3 = |mut c: Command| {
-        c.env("LEDGER_STORE_PARTS", "s3://ledger/parts")
-            .env("AWS_ENDPOINT", format!("http://127.0.0.1:{}", s3.1))
-            .env("AWS_ALLOW_HTTP", "true")
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_DEFAULT_REGION", "us-east-1");
-        c
-    };
-    let mut args = vec!["coordinator", s(&input), "--out", s(&out)];
-    args.push("--no-progress");
-    let coordinator = with_s3(env.command(&args))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("coordinator");
-    let worker = with_s3(env.command(&["worker"]))
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("worker");
-    let o = wait(coordinator, Duration::from_secs(300));
-    terminate(worker);
+    env.vars = vec![
+        ("LEDGER_STORE_PARTS", "s3://ledger/parts".into()),
+        ("AWS_ENDPOINT", format!("http://127.0.0.1:{}", s3.1)),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_DEFAULT_REGION", "us-east-1".into()),
+    ];
+    let o = env.run(&input, &out, &["--no-progress"], 1);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_same_graph(&embedded, &out);
     assert!(
@@ -781,36 +772,21 @@ fn an_https_endpoint_and_an_amqps_broker_are_trusted_through_tls_ca_file() {
     let mut env = Env::new("tls", &llm);
     env.llm = format!("https://localhost:{}/v1", llm_front.port);
     let amqps = format!("amqps://guest:guest@localhost:{}/%2f", broker_front.port);
-    let trusting = |mut c: Command| {
-        c.env("LEDGER_TLS_CA_FILE", &ca)
-            .env("LEDGER_QUEUE_AMQP", &amqps);
-        c
-    };
+    env.vars = vec![
+        ("LEDGER_TLS_CA_FILE", s(&ca).to_string()),
+        ("LEDGER_QUEUE_AMQP", amqps.clone()),
+    ];
     let input = corpus(dir.path());
 
     // Embedded: the DEPENDS judge's requests go through TLS.
     let embedded = dir.path().join("embedded");
-    let o = trusting(env.command(&["index", s(&input), "--out", s(&embedded)]))
-        .output()
-        .expect("ledger index");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    env.index(&input, &embedded);
     assert!(llm.hits() > 100, "{} LLM requests", llm.hits());
     assert!(llm_front.handshakes() >= 1);
 
     // Distributed over amqps://: coordinator and worker verify the broker's certificate.
     let out = dir.path().join("distributed");
-    let coordinator = trusting(env.command(&["coordinator", s(&input), "--out", s(&out)]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("coordinator starts");
-    let worker = trusting(env.command(&["worker"]))
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("worker starts");
-    let o = wait(coordinator, Duration::from_secs(300));
-    terminate(worker);
+    let o = env.run(&input, &out, &[], 1);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout(&o).contains("7 jobs published"), "{}", stdout(&o));
     assert!(broker_front.handshakes() >= 2, "coordinator and worker");

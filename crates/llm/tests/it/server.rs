@@ -49,32 +49,15 @@ impl FakeServer {
         let delay_ms = Arc::new(AtomicUsize::new(0));
         let edits = Arc::new(Mutex::new(VecDeque::new()));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
         let (h, s, d) = (hits.clone(), script.clone(), delay_ms.clone());
         let (e, r) = (edits.clone(), requests.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("test runtime");
-            rt.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                tx.send(listener.local_addr().expect("addr"))
-                    .expect("send addr");
-                loop {
-                    let Ok((socket, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let (h, s, d) = (h.clone(), s.clone(), d.clone());
-                    let (e, r) = (e.clone(), r.clone());
-                    tokio::spawn(async move {
-                        let _ = serve(socket, h, s, d, e, r).await;
-                    });
-                }
-            });
+        let addr = listen(move |socket| {
+            let (h, s, d) = (h.clone(), s.clone(), d.clone());
+            let (e, r) = (e.clone(), r.clone());
+            async move {
+                let _ = serve(socket, h, s, d, e, r).await;
+            }
         });
-        let addr = rx.recv().expect("server address");
         FakeServer {
             url: format!("http://{addr}/v1"),
             addr,
@@ -116,6 +99,34 @@ impl FakeServer {
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
+}
+
+/// Accepts connections on a free port of 127.0.0.1, in a thread and runtime of its own that
+/// stop with the test process, and hands each to `handle` on a task of its own.
+pub fn listen<F, Fut>(handle: F) -> std::net::SocketAddr
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("test runtime");
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            tx.send(listener.local_addr().expect("addr"))
+                .expect("send addr");
+            loop {
+                if let Ok((socket, _)) = listener.accept().await {
+                    tokio::spawn(handle(socket));
+                }
+            }
+        });
+    });
+    rx.recv().expect("listening address")
 }
 
 /// The judge's answer the server gives: the last candidate (the nearest preceding unit) is a

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// A running TLS front; it stops with the test process.
 pub struct TlsFront {
@@ -35,39 +35,23 @@ impl TlsFront {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let handshakes = Arc::new(AtomicUsize::new(0));
         let counted = handshakes.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("test runtime");
-            rt.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                tx.send(listener.local_addr().expect("addr").port())
-                    .expect("send port");
-                loop {
-                    let Ok((socket, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let (acceptor, counted) = (acceptor.clone(), counted.clone());
-                    tokio::spawn(async move {
-                        // A client that refuses the certificate ends the handshake: nothing
-                        // to forward then.
-                        let Ok(mut tls) = acceptor.accept(socket).await else {
-                            return;
-                        };
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        let Ok(mut plain) = TcpStream::connect(upstream).await else {
-                            return;
-                        };
-                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                    });
-                }
-            });
+        let addr = super::server::listen(move |socket| {
+            let (acceptor, counted) = (acceptor.clone(), counted.clone());
+            async move {
+                // A client that refuses the certificate ends the handshake: nothing to
+                // forward then.
+                let Ok(mut tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let Ok(mut plain) = TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            }
         });
         TlsFront {
-            port: rx.recv().expect("front port"),
+            port: addr.port(),
             certificate_pem: cert.pem(),
             handshakes,
         }
