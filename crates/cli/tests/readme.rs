@@ -10,17 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let (source, target) = (e.path(), to.join(e.file_name()));
-        if source.is_dir() {
-            copy_tree(&source, &target);
-        } else {
-            std::fs::copy(&source, &target).expect("copy");
-        }
-    }
-}
+#[path = "it/copy_dir.rs"]
+mod copy_dir;
+use copy_dir::copy_dir;
 
 #[test]
 fn every_console_block_of_the_readme_runs_as_shown() {
@@ -32,7 +24,7 @@ fn every_console_block_of_the_readme_runs_as_shown() {
     // of the datasets, as a user's checkout would after its first command. This is the only test
     // of this binary, so changing the working directory affects no other.
     let sandbox = tempfile::tempdir().expect("tempdir");
-    copy_tree(&root.join("datasets"), &sandbox.path().join("datasets"));
+    copy_dir(&root.join("datasets"), &sandbox.path().join("datasets"));
     std::env::set_current_dir(sandbox.path()).expect("cd");
     trycmd::TestCases::new()
         .register_bin("ledger", Path::new(env!("CARGO_BIN_EXE_ledger")))

@@ -2,6 +2,7 @@
 //! files read by pyarrow and DuckDB as they are.
 
 mod concurrency;
+mod copy_dir;
 mod distributed;
 mod edits;
 mod judge;
@@ -35,18 +36,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Copies the folder `from` (and what it holds) to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
+use copy_dir::copy_dir;
 
 fn corpora() -> PathBuf {
     let dir = std::env::var_os("LEDGER_CORPORA")

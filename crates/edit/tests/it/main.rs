@@ -16,17 +16,9 @@ fn datasets() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
+#[path = "../../../cli/tests/it/copy_dir.rs"]
+mod copy_dir;
+use copy_dir::copy_dir;
 
 fn parse(main: &Path) -> Vec<Document> {
     let (sources, diags) = ledger_parse::discover(&[main.to_path_buf()]);
