@@ -90,6 +90,32 @@ pub enum Subcommand {
         #[arg(long)]
         misses: bool,
     },
+    /// DEPENDS against the authors' `\uses{}` of the bundled Lean blueprints (each indexed
+    /// without its `\uses`): the learned judge leave-one-blueprint-out, the rules judge,
+    /// "explicit references only" and "previous statement", per blueprint and macro-averaged;
+    /// writes `OUT/depends.md`, `OUT/depends.json` and the precision–recall curve
+    /// `OUT/depends-pr.svg`.
+    Depends {
+        /// The bundled datasets folder (`blueprints/*/src/print.tex`, `carleson-blueprint`).
+        #[arg(long, default_value = "datasets")]
+        datasets: PathBuf,
+        /// Folder of the report and of the copies without `\uses`.
+        #[arg(long, default_value = "eval-report/depends")]
+        out: PathBuf,
+        /// Fit the model on every blueprint and write it to --model (the shipped weights).
+        #[arg(long)]
+        train: bool,
+        /// Where --train writes the model.
+        #[arg(long, default_value = "crates/llm/src/depends/learned.json")]
+        model: PathBuf,
+        /// The judge scored: `learned` (leave one blueprint out, beside the rules judge),
+        /// `rules`, or `llm` (the `[llm]` endpoint, one request per statement).
+        #[arg(long, default_value = "learned", value_parser = ["learned", "rules", "llm"])]
+        judge: String,
+        /// With `--judge llm`: print the requests and tokens a run would send, and send nothing.
+        #[arg(long)]
+        estimate: bool,
+    },
 }
 
 /// `ledger eval`: runs the evaluation, prints the report; fails when an invariant broke.
@@ -134,7 +160,7 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
 }
 
 /// `ledger eval generate` or `ledger eval latex`.
-pub fn subcommand(which: Subcommand) -> Result<ExitCode> {
+pub fn subcommand(which: Subcommand, config: &Config) -> Result<ExitCode> {
     match which {
         Subcommand::Generate {
             out,
@@ -148,7 +174,89 @@ pub fn subcommand(which: Subcommand) -> Result<ExitCode> {
             corpora,
             misses,
         } => latex(&datasets, &corpora, misses),
+        Subcommand::Depends {
+            datasets,
+            out,
+            train,
+            model,
+            judge,
+            estimate,
+        } => depends(
+            &datasets,
+            &out,
+            train.then_some(model.as_path()),
+            (&judge, estimate),
+            config,
+        ),
     }
+}
+
+/// `ledger eval depends`: prints the Markdown report; with `train`, writes the fitted model.
+fn depends(
+    datasets: &std::path::Path,
+    out: &std::path::Path,
+    train: Option<&std::path::Path>,
+    (judge, estimate): (&str, bool),
+    config: &Config,
+) -> Result<ExitCode> {
+    use ledger_eval::depends;
+    let window = config.depends.window;
+    let blueprints = depends::bundled(datasets);
+    if blueprints.is_empty() {
+        bail!(
+            "no blueprint under {} (run from the repository's root or pass --datasets)",
+            datasets.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let prepared = depends::prepare_all(&blueprints, &out.join("sources"))?;
+    if let Some(path) = train {
+        let model = depends::train(&prepared, window);
+        std::fs::write(path, serde_json::to_string_pretty(&model)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "model written to {} (threshold {:.3})",
+            path.display(),
+            model.threshold
+        );
+    }
+    let llm = if judge == "llm" {
+        Some(depends::llm_judge(&config.llm, &config.tls)?)
+    } else {
+        None
+    };
+    if estimate {
+        let Some(llm) = &llm else {
+            bail!("--estimate is for --judge llm (the offline judges send nothing)");
+        };
+        outln!("| blueprint | requests | prompt tokens | completion tokens (at most) |");
+        outln!("|---|---:|---:|---:|");
+        for (name, e) in depends::estimate(&prepared, llm, window) {
+            outln!(
+                "| {name} | {} | {} | {} |",
+                e.requests,
+                e.prompt_tokens,
+                e.completion_tokens
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mode = match (judge, &llm) {
+        (_, Some(llm)) => depends::Mode::Judge(llm),
+        ("rules", _) => depends::Mode::Judge(&ledger_llm::depends::OfflineJudge),
+        _ => depends::Mode::LeaveOneOut,
+    };
+    let report = depends::evaluate(&prepared, mode, window)?;
+    let markdown = report.markdown();
+    std::fs::write(out.join("depends.md"), &markdown)?;
+    std::fs::write(
+        out.join("depends.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    report.plot(&out.join("depends-pr.svg"))?;
+    out!("{markdown}");
+    eprintln!("report written to {}", out.join("depends.md").display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `ledger eval generate`.

@@ -689,7 +689,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Eval {
             which: Some(which), ..
-        } => eval::subcommand(which),
+        } => eval::subcommand(which, &config),
         Command::Eval { which: None, args } => eval::run(args, &config),
         Command::Completions { shell } => {
             let mut script = Vec::new();

@@ -618,12 +618,15 @@ pub enum JudgmentOutcome {
 }
 
 /// The verdict on one candidate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CandidateVerdict {
     /// Whether the unit depends on the candidate.
     pub depends: bool,
     /// What it needs from it (terms, symbols, results applied); empty when it does not depend.
     pub elements: Vec<String>,
+    /// The judge's probability that it depends; absent for a yes/no judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
 }
 
 impl Document {

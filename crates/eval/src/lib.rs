@@ -11,6 +11,7 @@
 //! the report.
 
 pub mod check;
+pub mod depends;
 pub mod error;
 pub mod generate;
 pub mod history;

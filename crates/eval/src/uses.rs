@@ -2,28 +2,12 @@
 //! from the judge), compared at statement level.
 
 use crate::metrics::Detection;
-use ledger_core::{Document, JudgmentOutcome, MentionKind, Resolution, UnitKind};
+use ledger_core::{Document, JudgmentOutcome, MentionKind, Resolution};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The statement each unit belongs to: a proof (or a part of one) belongs to the statement it
-/// proves ([`Document::proofs`]); any other unit is its own. Blueprint authors put a result's
-/// `\uses` on its statement or on its proof alike, and the `\ref`s that reveal what a result
-/// applies are mostly in the proof.
-pub fn statements(doc: &Document) -> Vec<usize> {
-    let proved: std::collections::HashMap<usize, usize> = doc.proofs().into_iter().collect();
-    (0..doc.units.len())
-        .map(|i| {
-            let mut p = Some(i);
-            while let Some(x) = p {
-                if doc.units[x].kind == UnitKind::Proof {
-                    return proved.get(&x).copied().unwrap_or(x);
-                }
-                p = doc.units[x].parent;
-            }
-            i
-        })
-        .collect()
-}
+/// The statement each unit belongs to (a proof, and what is inside it, belongs to the statement
+/// it proves), as the learned judge groups units.
+pub use ledger_llm::depends::learned::statements;
 
 /// The document's DEPENDS verdicts (its `judgments`) against its `\uses`, at statement level,
 /// overall (`"all"`) and per environment of the dependent statement. Only backward gold pairs

@@ -67,8 +67,10 @@ choice! {
     JudgeKind {
         /// `llm` when `[llm]` names an endpoint, else `offline`.
         Auto = "auto",
-        /// Definitions, notation and results matched in the text; no model.
+        /// The learned judge: a logistic regression trained on blueprints' `\uses`; no download.
         Offline = "offline",
+        /// The hand-written rules alone (definitions, notation, results named).
+        Rules = "rules",
         /// The `[llm]` chat endpoint, one request per unit.
         Llm = "llm",
     }
@@ -286,6 +288,8 @@ pub struct DependsConfig {
     pub judge: JudgeKind,
     /// Preceding units per candidate window.
     pub window: usize,
+    /// The learned judge's operating point: a probability in (0, 1]; 0 = the shipped model's own.
+    pub threshold: f64,
 }
 
 /// Settings of summaries and embedders.
@@ -410,7 +414,7 @@ mod tests {
         assert_eq!("corpus".parse(), Ok(RelatedScope::Corpus));
         assert_eq!(
             "x".parse::<JudgeKind>(),
-            Err("\"x\": expected \"auto\", \"offline\" or \"llm\"".to_string())
+            Err("\"x\": expected \"auto\", \"offline\", \"rules\" or \"llm\"".to_string())
         );
     }
 }

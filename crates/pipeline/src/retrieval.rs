@@ -194,8 +194,11 @@ pub struct Impacted {
     pub location: (String, usize),
     /// Its kind, id and document.
     pub unit: (ledger_core::UnitKind, String, String),
-    /// `a -REFERENCES-> b -DEPENDS-> target`.
+    /// `a -REFERENCES-> b -DEPENDS(0.62)-> target`: a DEPENDS edge with its probability when the
+    /// judge gave one.
     pub path: String,
+    /// The product of the path's scores: how likely the change reaches the unit.
+    pub confidence: f64,
 }
 
 /// `ledger impact`'s answer.
@@ -234,13 +237,20 @@ pub fn impact(graph: &Graph, unit: &str, doc: Option<&str>, depth: usize) -> Res
             let path: Vec<String> = i
                 .path
                 .iter()
-                .map(|(s, kind)| format!("{} -{}->", units[*s].unit_id, kind.as_str()))
+                .map(|(s, kind, score)| {
+                    if *score < 1.0 {
+                        format!("{} -{}({score:.2})->", units[*s].unit_id, kind.as_str())
+                    } else {
+                        format!("{} -{}->", units[*s].unit_id, kind.as_str())
+                    }
+                })
                 .chain([units[target].unit_id.clone()])
                 .collect();
             Impacted {
                 location: (u.source_path.clone(), u.line),
                 unit: (u.kind, u.unit_id.clone(), u.doc_id.clone()),
                 path: path.join(" "),
+                confidence: i.confidence,
             }
         })
         .collect();

@@ -96,7 +96,8 @@ impl Ranking {
         if link.proof {
             self.proof
         } else {
-            self.weights.of(link.kind)
+            // A DEPENDS edge counts as much as its judge is sure of it.
+            self.weights.of(link.kind) * link.score
         }
     }
 }

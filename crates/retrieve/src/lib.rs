@@ -81,16 +81,21 @@ pub struct Impacted {
     /// Index into [`Graph::units`].
     pub unit: usize,
     /// How it is linked: each step is (a unit, the edge kind by which it references or depends on
-    /// the next); the last step's next unit is the changed one.
-    pub path: Vec<(usize, EdgeKind)>,
+    /// the next, the edge's score); the last step's next unit is the changed one.
+    pub path: Vec<(usize, EdgeKind, f64)>,
+    /// How likely the change reaches it: the product of the path's scores (a DEPENDS edge's
+    /// probability, 1 for a reference).
+    pub confidence: f64,
 }
 
 /// An edge of the traversal graph: its kind, and whether it is the DEPENDS link of a proof to the
 /// statement it proves ([`ledger_core::PROOF_OF`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Link {
     kind: EdgeKind,
     proof: bool,
+    /// The edge's score: a DEPENDS judge's probability (1 for a certain edge).
+    score: f64,
 }
 
 /// Units and edges of a graph, indexed for traversal.
@@ -148,6 +153,11 @@ impl Graph {
             let link = Link {
                 kind: e.kind,
                 proof: e.kind == EdgeKind::Depends && e.evidence == ledger_core::PROOF_OF,
+                score: if e.kind == EdgeKind::Depends {
+                    e.score.clamp(0.0, 1.0)
+                } else {
+                    1.0
+                },
             };
             if e.kind == EdgeKind::Contains {
                 parents[b] = Some(a);
@@ -275,25 +285,25 @@ impl Graph {
     /// transitively those that reference or depend on them, up to `depth` hops; each with the
     /// shortest path linking it, nearest first.
     pub fn impact(&self, unit: usize, depth: usize) -> Vec<Impacted> {
-        let mut parent: HashMap<usize, (usize, EdgeKind)> = HashMap::new();
+        let mut parent: HashMap<usize, (usize, EdgeKind, f64)> = HashMap::new();
         let mut queue = VecDeque::from([(unit, 0usize)]);
         let mut order = Vec::new();
         while let Some((u, hops)) = queue.pop_front() {
             if hops >= depth {
                 continue;
             }
-            let mut incoming: Vec<(usize, EdgeKind)> = self
+            let mut incoming: Vec<(usize, EdgeKind, f64)> = self
                 .graph
                 .edges_directed(NodeIndex::new(u), Direction::Incoming)
                 .filter(|e| matches!(e.weight().kind, EdgeKind::References | EdgeKind::Depends))
-                .map(|e| (e.source().index(), e.weight().kind))
+                .map(|e| (e.source().index(), e.weight().kind, e.weight().score))
                 .collect();
-            incoming.sort_by_key(|(w, k)| (self.units[*w].ordinal, *k));
-            for (w, kind) in incoming {
+            incoming.sort_by_key(|(w, k, _)| (self.units[*w].ordinal, *k));
+            for (w, kind, score) in incoming {
                 if w == unit || parent.contains_key(&w) {
                     continue;
                 }
-                parent.insert(w, (u, kind));
+                parent.insert(w, (u, kind, score));
                 order.push(w);
                 queue.push_back((w, hops + 1));
             }
@@ -304,11 +314,16 @@ impl Graph {
                 let mut path = Vec::new();
                 let mut at = w;
                 while at != unit {
-                    let (next, kind) = parent[&at];
-                    path.push((at, kind));
+                    let (next, kind, score) = parent[&at];
+                    path.push((at, kind, score));
                     at = next;
                 }
-                Impacted { unit: w, path }
+                let confidence = path.iter().map(|s| s.2).product();
+                Impacted {
+                    unit: w,
+                    path,
+                    confidence,
+                }
             })
             .collect()
     }

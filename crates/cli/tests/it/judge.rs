@@ -334,3 +334,56 @@ Apply Lemma~\ref{lem:pos} and evaluate $L(0) = 0$.
 \end{proof}
 \end{document}
 ";
+
+/// `ledger eval depends --judge llm` on one blueprint: the estimate sends nothing and announces
+/// the requests the run then sends, one per judged unit; the report names the model's judge.
+#[test]
+fn eval_depends_scores_the_llm_judge_on_a_blueprint() {
+    let server = server::FakeServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let datasets = dir.path().join("datasets");
+    super::copy_dir::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/blueprints/LeanAPAP"),
+        &datasets.join("blueprints/LeanAPAP"),
+    );
+    let out = dir.path().join("report");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "eval",
+            "depends",
+            "--datasets",
+            datasets.to_str().expect("utf8"),
+            "--out",
+            out.to_str().expect("utf8"),
+            "--judge",
+            "llm",
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        ledger_llm(&server.url, "fake-judge", &a)
+    };
+    let o = run(args(&["--estimate"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let estimate = stdout(&o);
+    assert_eq!(server.hits(), 0, "{estimate}");
+    let requests: usize = estimate
+        .lines()
+        .find(|l| l.starts_with("| all |"))
+        .and_then(|l| l.split('|').nth(2))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no total in {estimate}"));
+    assert!(requests >= 50, "{estimate}");
+
+    let o = run(args(&[]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(server.hits(), requests);
+    let report = stdout(&o);
+    assert!(report.contains("(llm:fake-judge:p2)"), "{report}");
+    assert!(report.contains("| LeanAPAP | 74 |"), "{report}");
+    for f in ["depends.md", "depends.json", "depends-pr.svg"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+}

@@ -729,10 +729,12 @@ fn context_and_impact_from_a_graph() {
     let graph = dir.path().join("graph");
     index(&graph);
     let g = graph.to_str().expect("utf8");
-    // The unit most referred to or depended on.
+    // The unit most referred to or depended on, of those that fit the budget below.
     let top = sql(
         &graph,
-        "SELECT doc_id, unit_id, COUNT(*) AS n FROM dependents GROUP BY doc_id, unit_id ORDER BY n DESC, unit_id LIMIT 1",
+        "SELECT d.doc_id, d.unit_id, COUNT(*) AS n FROM dependents d \
+         JOIN units u ON u.doc_id = d.doc_id AND u.unit_id = d.unit_id WHERE u.tokens < 1000 \
+         GROUP BY d.doc_id, d.unit_id ORDER BY n DESC, d.unit_id LIMIT 1",
     );
     let (doc, unit) = (
         top[0]["doc_id"].as_str().expect("doc"),
@@ -1232,7 +1234,7 @@ fn unreadable_runs_and_parts_of_the_previous_version_do_not_stop_the_next_run() 
 fn help_lists_choices_and_examples_and_completions_and_man_pages_render() {
     let help = stdout(&ledger(&["index", "--help"]));
     for want in [
-        "[possible values: auto, offline, llm]",
+        "[possible values: auto, offline, rules, llm]",
         "[possible values: auto, hash, minilm, openai]",
         "[possible values: document, corpus]",
         "DEPENDS and RELATED",

@@ -1,3 +1,4 @@
 //! `ledger-eval`'s tests: its measures against gold that people made.
 
+mod depends;
 mod uses;

@@ -326,6 +326,7 @@ pub fn parse_answer(content: &str, candidates: &[usize]) -> Result<Vec<Verdict>,
                 candidate,
                 depends,
                 elements: if depends { elements } else { Vec::new() },
+                score: None,
             })
         })
         .collect()

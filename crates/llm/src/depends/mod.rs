@@ -8,9 +8,11 @@
 //! ([`cache_key`]), so a rerun over unchanged documents sends nothing and a failed unit is
 //! judged again.
 
+pub mod learned;
 pub mod llm;
 pub mod offline;
 
+pub use learned::{LearnedJudge, Model};
 pub use llm::LlmJudge;
 pub use offline::{Introductions, OfflineJudge};
 
@@ -22,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 /// The verdict on one candidate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// Unit index of the candidate (the prerequisite).
     pub candidate: usize,
@@ -30,6 +32,8 @@ pub struct Verdict {
     pub depends: bool,
     /// What it needs from it: terms, symbols, the antecedent of an anaphor.
     pub elements: Vec<String>,
+    /// The judge's probability that it depends (`None`: a yes/no judge, certain of its verdict).
+    pub score: Option<f32>,
 }
 
 /// A document prepared for judging: what each unit introduces and uses, computed once.
@@ -41,6 +45,8 @@ pub struct DocContext<'a> {
     /// Per unit: earlier units of the same document it names explicitly (`\ref`, prose, links;
     /// never `\uses`), with the mention text.
     pub cited: Vec<Vec<(usize, String)>>,
+    /// What the learned judge reads of the document, computed on first use.
+    signals: std::sync::OnceLock<learned::Signals>,
 }
 
 impl<'a> DocContext<'a> {
@@ -65,7 +71,13 @@ impl<'a> DocContext<'a> {
             doc,
             intro: Introductions::of(doc),
             cited,
+            signals: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The learned judge's signals of the document (computed once).
+    pub fn signals(&self) -> &learned::Signals {
+        self.signals.get_or_init(|| learned::Signals::of(self))
     }
 }
 
@@ -115,6 +127,11 @@ pub trait Judge: Send + Sync {
     /// that see nothing but the unit and its candidates qualify (the offline judge reads the
     /// whole document, and costs less than a cache lookup).
     fn reusable(&self) -> bool;
+    /// The units judged as prerequisites of `unit`, in document order ([`candidates`] unless the
+    /// judge looks wider).
+    fn candidates(&self, ctx: &DocContext, unit: usize, window: usize) -> Vec<usize> {
+        candidates(ctx, unit, window)
+    }
     /// One answer per task, in order.
     fn judge_all(&self, tasks: &[Task<'_>]) -> Vec<Judged>;
     /// What judging `task` would cost; zero for a judge that sends nothing.
@@ -157,7 +174,7 @@ pub fn judgeable(u: &Unit) -> bool {
 }
 
 /// True when `a` is an ancestor of `b` (a container is not a prerequisite of its own parts).
-fn is_ancestor(doc: &Document, a: usize, b: usize) -> bool {
+pub fn is_ancestor(doc: &Document, a: usize, b: usize) -> bool {
     let mut p = doc.units[b].parent;
     while let Some(x) = p {
         if x == a {
@@ -212,15 +229,15 @@ pub struct Report {
 }
 
 /// The tasks of a document: every judgeable unit that has candidates.
-pub fn tasks<'a>(ctx: &'a DocContext<'a>, judge: &str, window: usize) -> Vec<Task<'a>> {
+pub fn tasks<'a>(ctx: &'a DocContext<'a>, judge: &dyn Judge, window: usize) -> Vec<Task<'a>> {
     (0..ctx.doc.units.len())
         .filter(|&i| judgeable(&ctx.doc.units[i]))
         .filter_map(|i| {
-            let candidates = candidates(ctx, i, window);
+            let candidates = judge.candidates(ctx, i, window);
             (!candidates.is_empty()).then(|| Task {
                 ctx,
                 unit: i,
-                key: cache_key(judge, ctx.doc, i, &candidates),
+                key: cache_key(judge.name(), ctx.doc, i, &candidates),
                 candidates,
             })
         })
@@ -238,7 +255,7 @@ pub fn estimate(
     let mut report = Report::default();
     let mut total = Estimate::default();
     for ctx in &contexts {
-        for task in tasks(ctx, judge.name(), window) {
+        for task in tasks(ctx, judge, window) {
             report.units += 1;
             if judge.reusable() && cache.contains_key(&task.key) {
                 report.reused += 1;
@@ -284,7 +301,7 @@ pub fn judge_corpus_reporting(
             use rayon::prelude::*;
             docs.par_iter().map(DocContext::new).collect()
         };
-        let per_doc: Vec<Vec<Task>> = contexts.iter().map(|c| tasks(c, &name, window)).collect();
+        let per_doc: Vec<Vec<Task>> = contexts.iter().map(|c| tasks(c, judge, window)).collect();
         let mut slots: Vec<Vec<Option<Judgment>>> = per_doc
             .iter()
             .map(|ts| {
@@ -386,7 +403,8 @@ fn judgment(judge: &str, task: &Task, answer: Judged) -> Judgment {
             let mut aligned = vec![
                 CandidateVerdict {
                     depends: false,
-                    elements: Vec::new()
+                    elements: Vec::new(),
+                    score: None,
                 };
                 task.candidates.len()
             ];
@@ -395,6 +413,7 @@ fn judgment(judge: &str, task: &Task, answer: Judged) -> Judgment {
                     aligned[k] = CandidateVerdict {
                         depends: v.depends,
                         elements: if v.depends { v.elements } else { Vec::new() },
+                        score: v.score,
                     };
                 }
             }
@@ -415,7 +434,8 @@ fn judgment(judge: &str, task: &Task, answer: Judged) -> Judgment {
     }
 }
 
-/// DEPENDS edges of one judgment: dependent → each candidate judged a prerequisite.
+/// DEPENDS edges of one judgment: dependent → each candidate judged a prerequisite (earlier
+/// units, but for the learned judge's forward candidates: a result a statement's later proof uses).
 fn edges_of(task: &Task, j: &Judgment) -> Vec<Edge> {
     let JudgmentOutcome::Verdicts(verdicts) = &j.outcome else {
         return Vec::new();
@@ -424,14 +444,14 @@ fn edges_of(task: &Task, j: &Judgment) -> Vec<Edge> {
     task.candidates
         .iter()
         .zip(verdicts)
-        .filter(|(c, v)| v.depends && **c < task.unit)
+        .filter(|(c, v)| v.depends && **c != task.unit)
         .map(|(&c, v)| Edge {
             src_doc: doc.id.clone(),
             src_unit: doc.units[task.unit].id.clone(),
             dst_doc: doc.id.clone(),
             dst_unit: doc.units[c].id.clone(),
             kind: EdgeKind::Depends,
-            score: 1.0,
+            score: v.score.map_or(1.0, f64::from),
             evidence: format!("{}: {}", j.judge, v.elements.join("; ")),
         })
         .collect()

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 /// Environments whose unit defines what it names.
-const DEFINING_ENVS: &[&str] = &["definition", "defn", "def", "dfn", "notation", "convention"];
+pub(crate) const DEFINING_ENVS: &[&str] =
+    &["definition", "defn", "def", "dfn", "notation", "convention"];
 
 /// Words too generic to be a defined term on their own.
 const GENERIC: &[&str] = &[
@@ -216,6 +217,11 @@ impl Introductions {
             .unwrap_or_default()
     }
 
+    /// What unit `i` uses of earlier introductions: `(introducer, element)` pairs.
+    pub fn uses_of(&self, i: usize) -> &[(usize, String)] {
+        self.uses.get(i).map_or(&[], Vec::as_slice)
+    }
+
     /// Earlier units that introduce something unit `i` uses, in document order.
     pub fn introducers_used_by(&self, i: usize) -> Vec<usize> {
         let mut out: Vec<usize> = self
@@ -230,7 +236,7 @@ impl Introductions {
 
 /// The antecedent of an anaphor opening unit `i`: the nearest earlier judgeable unit of the kind
 /// the anaphor names (any kind for words such as "approach" or "computation").
-fn antecedent(doc: &Document, i: usize) -> Option<(usize, String)> {
+pub(crate) fn antecedent(doc: &Document, i: usize) -> Option<(usize, String)> {
     let text = ledger_embed::summary::plain_text(&judge_text(&doc.units[i].text));
     let c = ANAPHOR.captures(&text)?;
     let (phrase, noun) = (c[1].to_lowercase(), c[2].to_lowercase());
@@ -291,6 +297,7 @@ impl OfflineJudge {
                     candidate: j,
                     depends: !elements.is_empty(),
                     elements,
+                    score: None,
                 }
             })
             .collect()

@@ -122,7 +122,7 @@ fn one_request_per_judged_unit_and_none_on_a_rerun() {
     let changed = edited[0].units[k].id.clone();
     edited[0].units[k].content_hash = "edited".into();
     let ctx = DocContext::new(&edited[0]);
-    let affected = tasks(&ctx, ledger_llm::depends::Judge::name(&judge), 8)
+    let affected = tasks(&ctx, &judge, 8)
         .iter()
         .filter(|t| t.unit == k || t.candidates.contains(&k))
         .count();

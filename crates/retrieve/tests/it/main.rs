@@ -214,12 +214,15 @@ fn the_impact_set_is_every_transitive_referrer_with_its_path() {
     for i in &deeper {
         // A path from the impacted unit to the target, each step an edge of the graph.
         let mut at = i.unit;
-        for (k, (u, kind)) in i.path.iter().enumerate() {
+        for (k, (u, kind, score)) in i.path.iter().enumerate() {
             assert_eq!(*u, at);
             assert!(matches!(kind, EdgeKind::References | EdgeKind::Depends));
+            assert!(*score > 0.0 && *score <= 1.0 && (*kind == EdgeKind::Depends || *score == 1.0));
             at = i.path.get(k + 1).map_or(target, |p| p.0);
         }
         assert!(i.path.len() <= 4);
+        let product: f64 = i.path.iter().map(|p| p.2).product();
+        assert!((i.confidence - product).abs() < 1e-12);
     }
 }
 

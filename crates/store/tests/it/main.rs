@@ -210,10 +210,12 @@ async fn judgments_round_trip_with_failures_and_usage() {
             CandidateVerdict {
                 depends: true,
                 elements: vec!["the magma \"M\"".into(), "law (1)".into()],
+                score: Some(0.75),
             },
             CandidateVerdict {
                 depends: false,
                 elements: vec![],
+                score: None,
             },
         ]),
         requests: 2,

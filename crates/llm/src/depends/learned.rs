@@ -1,0 +1,980 @@
+//! The learned offline judge (the default): a logistic regression over features of a
+//! (unit, candidate) pair, trained on the authors' `\uses{}` annotations of real Lean blueprints
+//! (`ledger eval depends --train`), whose output is the probability that the unit depends on the
+//! candidate. The rules of [`super::offline`] are among its features; the others are cheap
+//! signals of the text and the structure: the candidate's label and title words in the unit,
+//! TF-IDF cosine, distance, section, the kinds of both units, how much the candidate is used.
+//!
+//! Candidates are wider than the rules judge's window: every earlier statement (theorem-like unit)
+//! that shares a signal with the unit, so that a definition far back is still found.
+
+use super::{DocContext, Judge, Judged, Task, Verdict, is_ancestor, judge_text, judgeable};
+use ledger_core::{Document, UnitKind};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+/// Names of the features, in the order of [`features`]'s vectors.
+pub const FEATURES: &[&str] = &[
+    "cited",
+    "terms",
+    "symbols",
+    "anaphor",
+    "label_words",
+    "label_all",
+    "title_words",
+    "tfidf",
+    "notation",
+    "label_in_label",
+    "tfidf_ratio",
+    "tfidf_rank",
+    "distance",
+    "statements_between",
+    "same_section",
+    "same_chapter",
+    "candidate_definition",
+    "candidate_result",
+    "candidate_equation",
+    "candidate_other",
+    "unit_proof",
+    "unit_statement",
+    "unit_definition",
+    "popularity",
+    "in_window",
+    "previous_statement",
+    "forward",
+    "label_words_x_definition",
+    "title_words_x_definition",
+    "tfidf_x_result",
+    "tfidf_x_definition",
+];
+
+/// Environments whose unit defines what it names (shared with the rules judge).
+fn is_definition(env: &str) -> bool {
+    super::offline::DEFINING_ENVS.contains(&env)
+}
+
+/// Theorem-like environments that state results.
+fn is_result(env: &str) -> bool {
+    matches!(
+        env,
+        "theorem"
+            | "thm"
+            | "lemma"
+            | "lem"
+            | "proposition"
+            | "prop"
+            | "corollary"
+            | "cor"
+            | "claim"
+            | "conjecture"
+            | "hypothesis"
+            | "assumption"
+    )
+}
+
+/// Words of a label that describe its unit: `def:good-set` → `good`, `set`; `lem:bayesRisk_le`
+/// → `bayes`, `risk` (the prefix that names the kind, and words under three letters, dropped;
+/// camel case split).
+fn label_words(label: &str) -> Vec<String> {
+    let rest = label.split_once(':').map_or(label, |(_, r)| r);
+    let mut words = Vec::new();
+    for part in rest.split(|c: char| !c.is_alphanumeric()) {
+        let mut word = String::new();
+        let mut previous_lower = false;
+        for c in part.chars() {
+            if c.is_uppercase() && previous_lower {
+                words.push(std::mem::take(&mut word));
+            }
+            previous_lower = c.is_lowercase() || c.is_ascii_digit();
+            word.extend(c.to_lowercase());
+        }
+        words.push(word);
+    }
+    words.retain(|w| w.len() >= 3);
+    words.dedup();
+    words
+}
+
+/// Notation in a text's math: commands with the letter they decorate (`\mathcal R`, `\hat y`)
+/// and letters with their sub- and superscripts (`R^P`, `r_\theta`), for a second TF-IDF.
+fn math_atoms(text: &str) -> Vec<String> {
+    static MATH: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(?s)\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\begin\{(?:equation|align|gather|multline)\*?\}(.+?)\\end").expect("valid")
+    });
+    static ATOM: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"\\(?:mathcal|mathbb|mathfrak|mathscr|mathrm|mathsf|mathbf|operatorname|hat|tilde|bar|overline|widetilde|widehat|check)\s*\{?\s*\\?([A-Za-z]+)|\\([A-Za-z]{2,})|([A-Za-z])\s*([_^])\s*\{?\s*(\\?[A-Za-z0-9]+)").expect("valid")
+    });
+    let mut out = Vec::new();
+    for m in MATH.captures_iter(text) {
+        let Some(body) = m.iter().skip(1).flatten().next() else {
+            continue;
+        };
+        for a in ATOM.captures_iter(body.as_str()) {
+            let atom = if let Some(x) = a.get(1) {
+                format!(
+                    "{} {}",
+                    a[0].split(['{', ' ']).next().unwrap_or(""),
+                    x.as_str()
+                )
+            } else if let Some(x) = a.get(2) {
+                format!("\\{}", x.as_str())
+            } else {
+                format!("{}{}{}", &a[3], &a[4], &a[5])
+            };
+            if !STOP.contains(&atom.as_str()) {
+                out.push(atom);
+            }
+        }
+    }
+    out
+}
+
+/// Tokens of a text for TF-IDF and word matching: lower-case words of three letters or more,
+/// and LaTeX command names (notation: `\Lp`, `\dens`) kept with their backslash.
+fn tokens(text: &str) -> Vec<String> {
+    static TOKEN: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"\\[A-Za-z]+|[A-Za-z][A-Za-z0-9]{2,}").expect("valid"));
+    TOKEN
+        .find_iter(text)
+        .map(|m| {
+            let t = m.as_str();
+            if t.starts_with('\\') {
+                t.to_string()
+            } else {
+                t.to_lowercase()
+            }
+        })
+        .filter(|t| !STOP.contains(&t.as_str()))
+        .collect()
+}
+
+/// Words and commands too common to carry a dependency.
+const STOP: &[&str] = &[
+    "the",
+    "and",
+    "for",
+    "that",
+    "this",
+    "with",
+    "are",
+    "let",
+    "then",
+    "there",
+    "from",
+    "such",
+    "which",
+    "any",
+    "all",
+    "have",
+    "has",
+    "not",
+    "its",
+    "can",
+    "also",
+    "where",
+    "each",
+    "one",
+    "two",
+    "some",
+    "by",
+    "be",
+    "is",
+    "if",
+    "we",
+    "of",
+    "on",
+    "in",
+    "to",
+    "as",
+    "an",
+    "it",
+    "or",
+    "\\begin",
+    "\\end",
+    "\\label",
+    "\\ref",
+    "\\cref",
+    "\\eqref",
+    "\\in",
+    "\\le",
+    "\\leq",
+    "\\ge",
+    "\\geq",
+    "\\to",
+    "\\cdot",
+    "\\left",
+    "\\right",
+    "\\mathbb",
+    "\\mathcal",
+    "\\text",
+    "\\emph",
+    "\\frac",
+    "\\sum",
+    "\\int",
+    "\\colon",
+    "\\quad",
+    "\\item",
+    "\\subset",
+    "\\subseteq",
+    "\\inf",
+    "\\sup",
+    "\\lim",
+    "\\max",
+    "\\min",
+    "\\log",
+    "\\exp",
+];
+
+/// What the learned judge reads of a document, computed once. A statement is judged with its
+/// proof: the units of a proof belong to the statement it proves (their *group*), and the
+/// statement, the group's head, is judged for all of them.
+pub struct Signals {
+    /// Per unit: the head of its group (a proof, and what is inside it, belong to the statement
+    /// it proves; any other unit is its own head).
+    pub group: Vec<usize>,
+    /// Per head: the units of its group, the head first.
+    members: Vec<Vec<usize>>,
+    /// Per head: the token set of its group's text; per other unit: its own.
+    words: Vec<HashSet<String>>,
+    /// Per unit: the TF-IDF vector of its own text, unit length, sorted by token id.
+    tfidf: Vec<Vec<(u32, f32)>>,
+    /// Per head: the TF-IDF vector of its group's text.
+    group_tfidf: Vec<Vec<(u32, f32)>>,
+    /// The same over the notation of their math ([`math_atoms`]).
+    math: Vec<Vec<(u32, f32)>>,
+    /// Per head: the notation vector of its group.
+    group_math: Vec<Vec<(u32, f32)>>,
+    /// Per unit: the words of its labels.
+    label_words: Vec<Vec<String>>,
+    /// Per unit: the words of its title.
+    title_words: Vec<Vec<String>>,
+    /// Per unit: the nearest enclosing section, and the topmost one.
+    section: Vec<(Option<usize>, Option<usize>)>,
+    /// Per unit: how many units name it or use what it introduces.
+    popularity: Vec<usize>,
+    /// Per unit: its rank among the judgeable units in document order.
+    rank: Vec<usize>,
+    /// Per unit: the number of theorem-like units before it.
+    statements_before: Vec<usize>,
+    /// Per unit: the antecedent of an anaphor that opens it.
+    antecedent: Vec<Option<usize>>,
+    /// Per unit: the nearest earlier theorem-like unit of another group, not its ancestor.
+    previous: Vec<Option<usize>>,
+}
+
+/// A sparse vector: (token id, weight), sorted by token id.
+type Sparse = Vec<(u32, f32)>;
+
+/// TF-IDF vectors of token lists: `(1 + ln tf) · ln(N / df)`, unit length, sorted by token id.
+fn tfidf_vectors(texts: &[Vec<String>], groups: &[Vec<usize>]) -> (Vec<Sparse>, Vec<Sparse>) {
+    let mut vocabulary: HashMap<&str, u32> = HashMap::new();
+    let mut df: Vec<u32> = Vec::new();
+    for t in texts {
+        let seen: HashSet<&str> = t.iter().map(String::as_str).collect();
+        for w in seen {
+            let id = *vocabulary.entry(w).or_insert_with(|| {
+                df.push(0);
+                (df.len() - 1) as u32
+            });
+            df[id as usize] += 1;
+        }
+    }
+    let docs = texts.iter().filter(|t| !t.is_empty()).count().max(1) as f32;
+    let vector = |units: &mut dyn Iterator<Item = &Vec<String>>| {
+        let mut tf: HashMap<u32, f32> = HashMap::new();
+        for t in units {
+            for w in t {
+                *tf.entry(vocabulary[w.as_str()]).or_default() += 1.0;
+            }
+        }
+        let mut v: Vec<(u32, f32)> = tf
+            .into_iter()
+            .map(|(id, c)| (id, (1.0 + c.ln()) * (docs / df[id as usize] as f32).ln()))
+            .filter(|(_, x)| *x > 0.0)
+            .collect();
+        let norm = v.iter().map(|(_, x)| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|(_, x)| *x /= norm);
+        }
+        v.sort_unstable_by_key(|(id, _)| *id);
+        v
+    };
+    let own = texts
+        .iter()
+        .map(|t| vector(&mut std::iter::once(t)))
+        .collect();
+    let grouped = groups
+        .iter()
+        .map(|m| {
+            if m.len() <= 1 {
+                Vec::new()
+            } else {
+                vector(&mut m.iter().map(|&k| &texts[k]))
+            }
+        })
+        .collect();
+    (own, grouped)
+}
+
+fn cosine(a: &[(u32, f32)], b: &[(u32, f32)]) -> f64 {
+    let (mut x, mut y, mut dot) = (0, 0, 0.0f32);
+    while x < a.len() && y < b.len() {
+        match a[x].0.cmp(&b[y].0) {
+            std::cmp::Ordering::Less => x += 1,
+            std::cmp::Ordering::Greater => y += 1,
+            std::cmp::Ordering::Equal => {
+                dot += a[x].1 * b[y].1;
+                x += 1;
+                y += 1;
+            }
+        }
+    }
+    f64::from(dot)
+}
+
+impl Signals {
+    /// Computes the signals of `ctx`'s document.
+    pub fn of(ctx: &DocContext) -> Signals {
+        let doc = ctx.doc;
+        let n = doc.units.len();
+        let group = statements(doc);
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, &g) in group.iter().enumerate() {
+            if judgeable(&doc.units[i]) || i == g {
+                members[g].push(i);
+            }
+        }
+        for (g, m) in members.iter_mut().enumerate() {
+            m.sort_by_key(|&k| (k != g, k));
+        }
+        let texts: Vec<Vec<String>> = doc
+            .units
+            .iter()
+            .map(|u| {
+                if judgeable(u) {
+                    tokens(&judge_text(&u.text))
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let (tfidf, group_tfidf) = tfidf_vectors(&texts, &members);
+        let atoms: Vec<Vec<String>> = doc
+            .units
+            .iter()
+            .map(|u| {
+                if judgeable(u) {
+                    math_atoms(&judge_text(&u.text))
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let (math, group_math) = tfidf_vectors(&atoms, &members);
+        let words = (0..n)
+            .map(|i| {
+                let of = if group[i] == i {
+                    &members[i][..]
+                } else {
+                    std::slice::from_ref(&i)
+                };
+                of.iter().flat_map(|&k| texts[k].iter().cloned()).collect()
+            })
+            .collect();
+        let label_words = doc
+            .units
+            .iter()
+            .map(|u| u.labels.iter().flat_map(|(l, _)| label_words(l)).collect())
+            .collect();
+        let title_words = doc
+            .units
+            .iter()
+            .map(|u| u.title.as_deref().map(tokens).unwrap_or_default())
+            .collect();
+        let section = (0..n)
+            .map(|i| {
+                let (mut nearest, mut top) = (None, None);
+                let mut p = doc.units[i].parent;
+                while let Some(x) = p {
+                    if doc.units[x].kind == UnitKind::Section {
+                        nearest = nearest.or(Some(x));
+                        top = Some(x);
+                    }
+                    p = doc.units[x].parent;
+                }
+                (nearest, top)
+            })
+            .collect();
+        let mut popularity = vec![0; n];
+        for (i, cited) in ctx.cited.iter().enumerate() {
+            for &(j, _) in cited {
+                popularity[j] += 1;
+            }
+            for j in ctx.intro.introducers_used_by(i) {
+                popularity[j] += 1;
+            }
+        }
+        let (mut rank, mut statements_before) = (vec![0; n], vec![0; n]);
+        let (mut r, mut t) = (0, 0);
+        for (i, u) in doc.units.iter().enumerate() {
+            rank[i] = r;
+            statements_before[i] = t;
+            r += usize::from(judgeable(u));
+            t += usize::from(u.kind == UnitKind::Theorem);
+        }
+        let antecedent = (0..n)
+            .map(|i| {
+                judgeable(&doc.units[i])
+                    .then(|| super::offline::antecedent(doc, i).map(|(a, _)| a))
+                    .flatten()
+            })
+            .collect();
+        let mut previous = vec![None; n];
+        let mut last: Vec<usize> = Vec::new();
+        for i in 0..n {
+            previous[i] = last
+                .iter()
+                .rev()
+                .find(|&&k| group[k] != group[i] && !is_ancestor(doc, k, i))
+                .copied();
+            if doc.units[i].kind == UnitKind::Theorem {
+                last.push(i);
+                if last.len() > 8 {
+                    last.remove(0);
+                }
+            }
+        }
+        Signals {
+            group,
+            members,
+            words,
+            tfidf,
+            group_tfidf,
+            math,
+            group_math,
+            label_words,
+            title_words,
+            section,
+            popularity,
+            rank,
+            statements_before,
+            antecedent,
+            previous,
+        }
+    }
+
+    /// Whether unit `i` is judged: the head of its group.
+    pub fn judged(&self, i: usize) -> bool {
+        self.group[i] == i
+    }
+
+    /// Cosine of the TF-IDF vectors of head `i`'s group and unit `j`.
+    fn cosine(&self, i: usize, j: usize) -> f64 {
+        let a = if self.group_tfidf[i].is_empty() {
+            &self.tfidf[i]
+        } else {
+            &self.group_tfidf[i]
+        };
+        cosine(a, &self.tfidf[j])
+    }
+
+    /// Cosine of the notation vectors of head `i`'s group and unit `j`.
+    fn notation(&self, i: usize, j: usize) -> f64 {
+        let a = if self.group_math[i].is_empty() {
+            &self.math[i]
+        } else {
+            &self.group_math[i]
+        };
+        cosine(a, &self.math[j])
+    }
+
+    /// Share of `words` that head `i`'s group contains.
+    fn share(&self, words: &[String], i: usize) -> f64 {
+        if words.is_empty() {
+            return 0.0;
+        }
+        let found = words.iter().filter(|w| self.words[i].contains(*w)).count();
+        found as f64 / words.len() as f64
+    }
+}
+
+/// The statement each unit belongs to: a proof (or a part of one) belongs to the statement it
+/// proves ([`Document::proofs`]); any other unit is its own.
+pub fn statements(doc: &Document) -> Vec<usize> {
+    let proved: HashMap<usize, usize> = doc.proofs().into_iter().collect();
+    (0..doc.units.len())
+        .map(|i| {
+            let mut p = Some(i);
+            while let Some(x) = p {
+                if doc.units[x].kind == UnitKind::Proof {
+                    return proved.get(&x).copied().unwrap_or(x);
+                }
+                p = doc.units[x].parent;
+            }
+            i
+        })
+        .collect()
+}
+
+/// The features of head `i` against each of its `candidates` (all before it), in [`FEATURES`]
+/// order: what any unit of its group shows of the candidate.
+pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -> Vec<Vec<f64>> {
+    let doc = ctx.doc;
+    let members = if s.judged(i) {
+        &s.members[i][..]
+    } else {
+        std::slice::from_ref(&i)
+    };
+    let u = &doc.units[i];
+    let flag = |b: bool| f64::from(u8::from(b));
+    let tfidf: Vec<f64> = candidates.iter().map(|&j| s.cosine(i, j)).collect();
+    let best = tfidf.iter().copied().fold(0.0, f64::max);
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| tfidf[b].total_cmp(&tfidf[a]));
+    let mut rank = vec![0; candidates.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r;
+    }
+    // What the group names and uses of each earlier unit, gathered once.
+    let mut named: HashSet<usize> = HashSet::new();
+    let mut used: HashMap<usize, (usize, usize)> = HashMap::new();
+    for &m in members {
+        named.extend(ctx.cited[m].iter().map(|(x, _)| *x));
+        for (j, e) in ctx.intro.uses_of(m) {
+            let c = used.entry(*j).or_default();
+            c.0 += usize::from(e.starts_with("term"));
+            c.1 += usize::from(e.starts_with("symbol"));
+        }
+    }
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(k, &j)| {
+            let c = &doc.units[j];
+            let cited = named.contains(&j);
+            let (terms, symbols) = used.get(&j).copied().unwrap_or_default();
+            let anaphor = members.iter().any(|&m| s.antecedent[m] == Some(j));
+            let label = s.share(&s.label_words[j], i);
+            let label_all = !s.label_words[j].is_empty() && label >= 1.0;
+            let title = s.share(&s.title_words[j], i);
+            let label_in_label = if s.label_words[j].is_empty() {
+                0.0
+            } else {
+                let own = &s.label_words[i];
+                let found = s.label_words[j].iter().filter(|w| own.contains(w)).count();
+                found as f64 / s.label_words[j].len() as f64
+            };
+            let distance = s.rank[i].saturating_sub(s.rank[j]);
+            let between = s.statements_before[i].saturating_sub(s.statements_before[j] + 1);
+            let definition = c.kind == UnitKind::Theorem && is_definition(&c.env);
+            let result = c.kind == UnitKind::Theorem && !definition && is_result(&c.env);
+            let equation = c.kind == UnitKind::Equation;
+            vec![
+                flag(cited),
+                (terms as f64).ln_1p(),
+                (symbols as f64).ln_1p(),
+                flag(anaphor),
+                label,
+                flag(label_all),
+                title,
+                tfidf[k],
+                s.notation(i, j),
+                label_in_label,
+                if best > 0.0 { tfidf[k] / best } else { 0.0 },
+                1.0 / (1.0 + rank[k] as f64),
+                (distance as f64).ln_1p(),
+                (between as f64).ln_1p(),
+                flag(s.section[i].0.is_some() && s.section[i].0 == s.section[j].0),
+                flag(s.section[i].1.is_some() && s.section[i].1 == s.section[j].1),
+                flag(definition),
+                flag(result),
+                flag(equation),
+                flag(!definition && !result && !equation),
+                flag(u.kind == UnitKind::Proof),
+                flag(u.kind == UnitKind::Theorem),
+                flag(u.kind == UnitKind::Theorem && is_definition(&u.env)),
+                (s.popularity[j] as f64).ln_1p(),
+                flag(distance <= WINDOW_FEATURE),
+                flag(s.previous[i] == Some(j)),
+                flag(j > i),
+                label * flag(definition),
+                title * flag(definition),
+                tfidf[k] * flag(result),
+                tfidf[k] * flag(definition),
+            ]
+        })
+        .collect()
+}
+
+/// Candidates of head `i` for the learned judge (a unit of another's group has none: its head is
+/// judged for it): the rules judge's candidates ([`super::candidates`]: the window, the
+/// introducers of what it uses, what it names) of every unit of the group, and every earlier
+/// statement whose label or title words the group uses or whose text is close to the group's;
+/// none of its own group. All come before the group's last unit: a statement whose proof comes
+/// later may depend on a result stated between them (a forward candidate).
+pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec<usize> {
+    if !s.judged(i) {
+        return Vec::new();
+    }
+    let doc = ctx.doc;
+    let mut out: HashSet<usize> = HashSet::new();
+    for &m in &s.members[i] {
+        out.extend(super::candidates(ctx, m, window));
+    }
+    let end = s.members[i].iter().copied().max().unwrap_or(i);
+    for j in 0..end {
+        let c = &doc.units[j];
+        if c.kind != UnitKind::Theorem || out.contains(&j) {
+            continue;
+        }
+        let signal = s.share(&s.label_words[j], i) > 0.0
+            || s.share(&s.title_words[j], i) > 0.0
+            || s.cosine(i, j) >= WIDE_COSINE
+            || s.notation(i, j) >= WIDE_COSINE;
+        if signal {
+            out.insert(j);
+        }
+    }
+    let mut out: Vec<usize> = out
+        .into_iter()
+        .filter(|&j| j < end && s.group[j] != s.group[i])
+        .filter(|&j| !is_ancestor(doc, j, i) && !is_ancestor(doc, i, j))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// TF-IDF cosine above which an earlier statement is a candidate without any other signal.
+const WIDE_COSINE: f64 = 0.15;
+
+/// A logistic regression over standardised [`features`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// Feature names (must equal [`FEATURES`]).
+    pub features: Vec<String>,
+    /// Per feature: the mean subtracted before weighting.
+    pub mean: Vec<f64>,
+    /// Per feature: the scale divided by before weighting.
+    pub scale: Vec<f64>,
+    /// Per feature: its weight.
+    pub weights: Vec<f64>,
+    /// The intercept.
+    pub bias: f64,
+    /// The probability from which a candidate is a prerequisite (the operating point chosen on
+    /// the training documents).
+    pub threshold: f64,
+    /// What it was trained on, for the record.
+    pub trained_on: Vec<String>,
+}
+
+/// The model shipped with LEDGER (`ledger eval depends --train` writes it).
+static SHIPPED: &str = include_str!("learned.json");
+
+impl Model {
+    /// The shipped model.
+    pub fn shipped() -> Model {
+        let model: Model = serde_json::from_str(SHIPPED).expect("the shipped model is valid JSON");
+        assert_eq!(
+            model.features, FEATURES,
+            "the shipped model has other features"
+        );
+        model
+    }
+
+    /// A short hash of the weights: part of the judge's name, so that a retrained model
+    /// invalidates what an earlier one decided.
+    pub fn version(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        blake3::hash(json.as_bytes()).to_hex()[..8].to_string()
+    }
+
+    /// The probability of a dependency given the features `x`.
+    pub fn probability(&self, x: &[f64]) -> f64 {
+        let z: f64 = x
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.scale)
+            .zip(&self.weights)
+            .map(|(((x, m), s), w)| (x - m) / s * w)
+            .sum::<f64>()
+            + self.bias;
+        1.0 / (1.0 + (-z).exp())
+    }
+
+    /// Fits a model on rows `x` with labels `y` by Newton's method, L2-penalised by `l2`.
+    pub fn fit(x: &[Vec<f64>], y: &[bool], l2: f64, trained_on: Vec<String>) -> Model {
+        let d = FEATURES.len();
+        let n = x.len().max(1) as f64;
+        let mean: Vec<f64> = (0..d)
+            .map(|k| x.iter().map(|r| r[k]).sum::<f64>() / n)
+            .collect();
+        let scale: Vec<f64> = (0..d)
+            .map(|k| {
+                let v = x.iter().map(|r| (r[k] - mean[k]).powi(2)).sum::<f64>() / n;
+                if v > 1e-12 { v.sqrt() } else { 1.0 }
+            })
+            .collect();
+        let z: Vec<Vec<f64>> = x
+            .iter()
+            .map(|r| {
+                let mut v: Vec<f64> = (0..d).map(|k| (r[k] - mean[k]) / scale[k]).collect();
+                v.push(1.0);
+                v
+            })
+            .collect();
+        let mut w = vec![0.0; d + 1];
+        for _ in 0..50 {
+            let mut g = vec![0.0; d + 1];
+            let mut h = vec![vec![0.0; d + 1]; d + 1];
+            for (row, &label) in z.iter().zip(y) {
+                let p = 1.0 / (1.0 + (-dot(row, &w)).exp());
+                let (e, q) = (p - f64::from(u8::from(label)), (p * (1.0 - p)).max(1e-9));
+                for ((ga, ha), ra) in g.iter_mut().zip(&mut h).zip(row) {
+                    *ga += e * ra;
+                    for (hab, rb) in ha.iter_mut().zip(row) {
+                        *hab += q * ra * rb;
+                    }
+                }
+            }
+            // The intercept (last) is not penalised.
+            for (a, (ga, wa)) in g.iter_mut().zip(&w).take(d).enumerate() {
+                *ga += l2 * wa;
+                h[a][a] += l2;
+            }
+            let step = solve(h, g);
+            let size: f64 = step.iter().map(|s| s.abs()).sum();
+            w.iter_mut().zip(&step).for_each(|(w, s)| *w -= s);
+            if size < 1e-8 {
+                break;
+            }
+        }
+        Model {
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+            mean,
+            scale,
+            bias: w[d],
+            weights: w[..d].to_vec(),
+            threshold: 0.5,
+            trained_on,
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(a, b)| a * b).sum()
+}
+
+/// Solves `a x = b` by Gaussian elimination with partial pivoting (a small, positive definite
+/// system); a singular pivot leaves its unknown at zero.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
+    let n = b.len();
+    for col in 0..n {
+        let pivot = (col..n)
+            .max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))
+            .unwrap_or(col);
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        if a[col][col].abs() < 1e-12 {
+            continue;
+        }
+        let pivot_row = a[col].clone();
+        for row in col + 1..n {
+            let f = a[row][col] / pivot_row[col];
+            for (x, p) in a[row][col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
+            }
+            b[row] -= f * b[col];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for row in (0..n).rev() {
+        if a[row][row].abs() < 1e-12 {
+            continue;
+        }
+        let rest: f64 = (row + 1..n).map(|k| a[row][k] * x[k]).sum();
+        x[row] = (b[row] - rest) / a[row][row];
+    }
+    x
+}
+
+/// The learned offline judge.
+#[derive(Debug, Clone)]
+pub struct LearnedJudge {
+    model: Model,
+    threshold: f64,
+    name: String,
+}
+
+impl LearnedJudge {
+    /// A judge with `model`, deciding at `threshold` (the model's own when `None`).
+    pub fn new(model: Model, threshold: Option<f64>) -> LearnedJudge {
+        let threshold = threshold.unwrap_or(model.threshold);
+        let name = format!("learned:{}", model.version());
+        LearnedJudge {
+            model,
+            threshold,
+            name,
+        }
+    }
+
+    /// The shipped model at its own threshold.
+    pub fn shipped() -> LearnedJudge {
+        LearnedJudge::new(Model::shipped(), None)
+    }
+
+    /// The probability that head `unit` depends on each candidate.
+    pub fn probabilities(
+        &self,
+        ctx: &DocContext,
+        s: &Signals,
+        unit: usize,
+        candidates: &[usize],
+    ) -> Vec<f64> {
+        features(ctx, s, unit, candidates)
+            .iter()
+            .map(|x| self.model.probability(x))
+            .collect()
+    }
+
+    /// The verdicts on `unit`'s candidates: each with its probability, and the features that
+    /// speak for it as elements.
+    fn verdicts(
+        &self,
+        ctx: &DocContext,
+        s: &Signals,
+        unit: usize,
+        candidates: &[usize],
+    ) -> Vec<Verdict> {
+        let members = &s.members[unit];
+        candidates
+            .iter()
+            .zip(features(ctx, s, unit, candidates))
+            .map(|(&j, x)| {
+                let p = self.model.probability(&x);
+                let depends = p >= self.threshold;
+                let elements = if depends {
+                    explain(ctx, members, j, &x, p)
+                } else {
+                    Vec::new()
+                };
+                Verdict {
+                    candidate: j,
+                    depends,
+                    elements,
+                    score: Some(p as f32),
+                }
+            })
+            .collect()
+    }
+}
+
+/// What speaks for a prerequisite `j` of the group `members`: the terms and symbols they use of
+/// it, the mention naming it, the words of its label or title, and the probability.
+fn explain(ctx: &DocContext, members: &[usize], j: usize, x: &[f64], p: f64) -> Vec<String> {
+    let mut elements: Vec<String> = Vec::new();
+    for &m in members {
+        for (k, e) in ctx.intro.uses_of(m) {
+            if *k == j && !elements.contains(e) {
+                elements.push(e.clone());
+            }
+        }
+        if let Some((_, text)) = ctx.cited[m].iter().find(|(k, _)| *k == j) {
+            elements.push(format!("names `{text}`"));
+        }
+    }
+    for (k, name) in [(4, "label words"), (6, "title words")] {
+        if x[k] > 0.0 {
+            elements.push(name.to_string());
+        }
+    }
+    elements.push(format!("p = {p:.2}"));
+    elements
+}
+
+/// The window the `in_window` feature measures (the rules judge's default): a property of the
+/// model, not of the configured candidate window.
+pub const WINDOW_FEATURE: usize = 8;
+
+impl Judge for LearnedJudge {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn reusable(&self) -> bool {
+        false
+    }
+
+    fn candidates(&self, ctx: &DocContext, unit: usize, window: usize) -> Vec<usize> {
+        candidates(ctx, ctx.signals(), unit, window)
+    }
+
+    fn judge_all(&self, tasks: &[Task<'_>]) -> Vec<Judged> {
+        use rayon::prelude::*;
+        tasks
+            .par_iter()
+            .map(|t| Judged {
+                outcome: Ok(self.verdicts(t.ctx, t.ctx.signals(), t.unit, &t.candidates)),
+                requests: 0,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_words_drop_the_kind_and_split_camel_case() {
+        assert_eq!(label_words("def:good-set"), ["good", "set"]);
+        assert_eq!(
+            label_words("lem:bayesRisk_le_minimaxRisk"),
+            ["bayes", "risk", "minimax", "risk"]
+        );
+        assert_eq!(label_words("eq387"), ["eq387"]);
+    }
+
+    #[test]
+    fn math_atoms_are_decorated_letters_and_scripts() {
+        let atoms = math_atoms(r"The risk is $\mathcal R^P_\pi = \inf_{y} r_\theta(y)$ and \(x\).");
+        for a in [r"\mathcal R", r"P_\pi", r"r_\theta"] {
+            assert!(atoms.contains(&a.to_string()), "{a} not in {atoms:?}");
+        }
+        assert!(
+            !atoms.iter().any(|a| a == r"\inf" || a == r"\in"),
+            "{atoms:?}"
+        );
+    }
+
+    #[test]
+    fn the_fit_separates_what_a_feature_decides_and_is_calibrated() {
+        // Label = feature 0 on, flipped for a fifth of each class; every other feature constant.
+        let d = FEATURES.len();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for k in 0..1000 {
+            let mut row = vec![0.0; d];
+            row[0] = f64::from(u8::from(k % 2 == 0));
+            x.push(row);
+            y.push((k % 2 == 0) != (k % 10 == 1 || k % 10 == 4));
+        }
+        let model = Model::fit(&x, &y, 1.0, vec!["toy".into()]);
+        let mut on = vec![0.0; d];
+        on[0] = 1.0;
+        let (p_on, p_off) = (model.probability(&on), model.probability(&vec![0.0; d]));
+        // The true rates are 0.8 and 0.2.
+        assert!((p_on - 0.8).abs() < 0.02, "{p_on}");
+        assert!((p_off - 0.2).abs() < 0.02, "{p_off}");
+    }
+
+    #[test]
+    fn the_shipped_model_has_the_features_and_a_threshold() {
+        let model = Model::shipped();
+        assert_eq!(model.weights.len(), FEATURES.len());
+        assert!(model.threshold > 0.0 && model.threshold < 1.0);
+        assert!(model.trained_on.len() >= 10, "{:?}", model.trained_on);
+        assert!(model.scale.iter().all(|s| *s > 0.0));
+    }
+}
