@@ -75,19 +75,52 @@ pub fn relabel(old: &str, new: &str, edit: &EditArgs, config: &Config) -> Result
     finish(&sources, checked, &[], edit, config)
 }
 
-/// `ledger rename-term OLD NEW PATH...` (`keep_anchors`: see `plan_rename_term`).
-pub fn rename_term(
-    old: &str,
-    new: &str,
-    include: &[RegionKind],
-    keep_anchors: bool,
+/// How terms are renamed (`rename-term`, `rename-terms`).
+pub struct TermOptions {
+    /// Regions searched besides prose.
+    pub include: Vec<RegionKind>,
+    /// Renamed headings keep their old anchors (see `plan_rename_terms`).
+    pub keep_anchors: bool,
+    /// Write even where a rename repeats a word.
+    pub allow_repeats: bool,
+}
+
+/// A terminology file: a TOML table of `"old term" = "new term"`, in the file's order.
+pub fn read_terms(path: &Path) -> Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading terms {}", path.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .with_context(|| format!("parsing terms {}", path.display()))?;
+    let mut terms = Vec::new();
+    for (old, new) in table {
+        let toml::Value::String(new) = new else {
+            anyhow::bail!(
+                "{}: `{old}` must map to a string (the new term), as in \"{old}\" = \"new term\"",
+                path.display()
+            );
+        };
+        terms.push((old, new));
+    }
+    if terms.is_empty() {
+        anyhow::bail!("{}: no term to rename", path.display());
+    }
+    Ok(terms)
+}
+
+/// `ledger rename-term OLD NEW PATH...` and `ledger rename-terms TERMS PATH...`.
+pub fn rename_terms(
+    terms: &[(String, String)],
+    name: &str,
+    options: &TermOptions,
     edit: &EditArgs,
     config: &Config,
 ) -> Result<ExitCode> {
     let sources = read_sources(edit)?;
-    let plan = ledger_edit::plan_rename_term(&sources, old, new, include, keep_anchors)?;
+    let plan =
+        ledger_edit::plan_rename_terms(&sources, terms, &options.include, options.keep_anchors)?;
     eprintln!(
-        "rename-term `{old}` -> `{new}`: {} occurrences, {} renamed headings keeping their old anchors and {} links to renamed headings, in {} files",
+        "{name}: {} occurrences, {} renamed headings keeping their old anchors and {} links to renamed headings, in {} files",
         plan.occurrences,
         plan.anchors_kept,
         plan.links,
@@ -96,7 +129,10 @@ pub fn rename_term(
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for l in &plan.left {
         *reasons.entry(l.reason.as_str()).or_default() += 1;
-        if l.reason == "casing" || l.reason == "part of a name" {
+        if matches!(
+            l.reason.as_str(),
+            "casing" | "part of a name" | "article not certain"
+        ) {
             eprintln!(
                 "{}:{}: left `{}` ({})",
                 l.path.display(),
@@ -110,7 +146,12 @@ pub fn rename_term(
         let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} in {r}")).collect();
         eprintln!("left alone: {}", list.join(", "));
     }
-    finish(&sources, plan.checked, &[], edit, config)
+    let allowed: &[FindingKind] = if options.allow_repeats {
+        &[FindingKind::Repeat]
+    } else {
+        &[]
+    };
+    finish(&sources, plan.checked, allowed, edit, config)
 }
 
 /// A structural edit named on the command line.

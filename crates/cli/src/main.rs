@@ -168,6 +168,34 @@ enum Command {
         /// PATH... follow the new anchor.
         #[arg(long)]
         no_keep_anchors: bool,
+        /// Write the rename even where it puts a word beside the same word ("package index
+        /// index"); by default verification refuses it, naming each place.
+        #[arg(long)]
+        allow_repeats: bool,
+        #[command(flatten)]
+        edit: EditArgs,
+    },
+    /// Rename many terms at once from a terminology file (TOML, one `"old term" = "new term"`
+    /// per line, as Vale's substitution rules list them): the longest match wins where terms
+    /// overlap; one diff, one verification, one undo record.
+    #[command(after_help = "Example:
+  ledger rename-terms terms.toml book/src --dry-run
+with terms.toml:
+  \"registry index\" = \"package index\"
+  \"package registry\" = \"package index\"
+  registry = \"package index\"")]
+    RenameTerms {
+        /// The terminology file.
+        terms: PathBuf,
+        /// Other regions to rename in too: code, math, urls (comma-separated).
+        #[arg(long, value_delimiter = ',', value_parser = parse_region)]
+        include: Vec<RegionKind>,
+        /// As for rename-term.
+        #[arg(long)]
+        no_keep_anchors: bool,
+        /// As for rename-term.
+        #[arg(long)]
+        allow_repeats: bool,
         #[command(flatten)]
         edit: EditArgs,
     },
@@ -513,6 +541,7 @@ impl Command {
             Command::Coordinator(args) => first(args.paths()),
             Command::Relabel { edit, .. }
             | Command::RenameTerm { edit, .. }
+            | Command::RenameTerms { edit, .. }
             | Command::Insert { edit, .. }
             | Command::Delete { edit, .. }
             | Command::Move { edit, .. } => first(&edit.paths),
@@ -634,8 +663,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
             new,
             include,
             no_keep_anchors,
+            allow_repeats,
             edit,
-        } => edit::rename_term(&old, &new, &include, !no_keep_anchors, &edit, &config),
+        } => {
+            let options = edit::TermOptions {
+                include,
+                keep_anchors: !no_keep_anchors,
+                allow_repeats,
+            };
+            let name = format!("rename-term `{old}` -> `{new}`");
+            edit::rename_terms(&[(old, new)], &name, &options, &edit, &config)
+        }
+        Command::RenameTerms {
+            terms,
+            include,
+            no_keep_anchors,
+            allow_repeats,
+            edit,
+        } => {
+            let options = edit::TermOptions {
+                include,
+                keep_anchors: !no_keep_anchors,
+                allow_repeats,
+            };
+            let list = edit::read_terms(&terms)?;
+            let name = format!("rename-terms {} ({} terms)", terms.display(), list.len());
+            edit::rename_terms(&list, &name, &options, &edit, &config)
+        }
         Command::Insert {
             before,
             text,

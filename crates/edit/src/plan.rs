@@ -466,10 +466,7 @@ pub struct RenamePlan {
     pub left: Vec<crate::Left>,
 }
 
-/// The rename applied in memory and verified; consistency: no occurrence the rename should
-/// have reached may remain. A Markdown heading whose generated anchor the rename changes keeps
-/// its old one as an explicit `{#old}` when `keep_anchors` (links from outside the corpus still
-/// land), else the links to it in the corpus follow the new anchor.
+/// The rename applied in memory and verified ([`plan_rename_terms`] with one term).
 pub fn plan_rename_term(
     sources: &Sources,
     old: &str,
@@ -477,8 +474,53 @@ pub fn plan_rename_term(
     include: &[RegionKind],
     keep_anchors: bool,
 ) -> Result<RenamePlan> {
-    let found = crate::rename_term(&sources.docs, &sources.texts, old, new, include)?;
-    let mut edits = found.replacements.clone();
+    plan_rename_terms(
+        sources,
+        &[(old.to_string(), new.to_string())],
+        include,
+        keep_anchors,
+    )
+}
+
+/// Several terms renamed in one edit (a terminology file), applied in memory and verified. Where
+/// two terms match overlapping text the longer match wins ("registry index" before "registry").
+/// Verification: no occurrence a rename should have reached may remain (consistency), and no
+/// rename may put a word beside the same word ([`FindingKind::Repeat`]: "package index index").
+/// A Markdown heading whose generated anchor the rename changes keeps its old one as an explicit
+/// `{#old}` when `keep_anchors` (links from outside the corpus still land), else the links to it
+/// in the corpus follow the new anchor.
+pub fn plan_rename_terms(
+    sources: &Sources,
+    terms: &[(String, String)],
+    include: &[RegionKind],
+    keep_anchors: bool,
+) -> Result<RenamePlan> {
+    if terms.is_empty() {
+        return Err(EditError::Invalid("no term to rename".into()));
+    }
+    // Every term's occurrences, the longest matches first; overlapping shorter ones dropped.
+    let mut found: Vec<Replacement> = Vec::new();
+    let mut left: Vec<crate::Left> = Vec::new();
+    for (old, new) in terms {
+        let f = crate::rename_term(&sources.docs, &sources.texts, old, new, include)?;
+        found.extend(f.replacements);
+        left.extend(f.left);
+    }
+    found.sort_by(|a, b| {
+        (&a.path, b.end - b.start, a.start).cmp(&(&b.path, a.end - a.start, b.start))
+    });
+    let mut taken: Vec<Replacement> = Vec::new();
+    for r in found {
+        let overlaps = taken
+            .iter()
+            .any(|t| t.path == r.path && t.start < r.end && r.start < t.end);
+        if !overlaps {
+            taken.push(r);
+        }
+    }
+    taken.sort();
+    left.sort();
+    let mut edits = taken.clone();
     let first = crate::apply(&sources.texts, &edits)?;
     let moved = moved_anchors(sources, &Shadow::parse(sources, &first)?.docs)?;
     let (mut links, mut anchors_kept) = (Vec::new(), 0);
@@ -503,38 +545,79 @@ pub fn plan_rename_term(
                 .to_lowercase()
         )
     };
-    let new_contains_old = words(new).contains(&words(old));
     let docs = &sources.docs;
+    let all_edits = edits.clone();
     let checked = check(sources, &[edits], |edited, _| {
-        if new_contains_old {
-            return Vec::new();
-        }
         let mut texts = sources.texts.clone();
         texts.extend(edited.iter().map(|(p, t)| (p.clone(), t.clone())));
-        match crate::rename_term(docs, &texts, old, new, include) {
-            Ok(again) => again
-                .replacements
-                .iter()
-                .map(|r| Finding {
+        let mut findings = repeat_findings(sources, &texts, &taken, &all_edits);
+        for (old, new) in terms {
+            // A new term that contains the old one ("index" → "package index") is found again.
+            if words(new).contains(&words(old)) {
+                continue;
+            }
+            match crate::rename_term(docs, &texts, old, new, include) {
+                Ok(again) => findings.extend(again.replacements.iter().map(|r| Finding {
                     kind: FindingKind::Consistency,
                     location: r.path.display().to_string(),
                     message: format!("`{old}` is still there at byte {}", r.start),
-                })
-                .collect(),
-            Err(e) => vec![Finding {
-                kind: FindingKind::Consistency,
-                location: String::new(),
-                message: e.to_string(),
-            }],
+                })),
+                Err(e) => findings.push(Finding {
+                    kind: FindingKind::Consistency,
+                    location: String::new(),
+                    message: e.to_string(),
+                }),
+            }
         }
+        findings
     })?;
     Ok(RenamePlan {
         checked,
-        occurrences: found.replacements.len(),
+        occurrences: taken.len(),
         links: links.len(),
         anchors_kept,
-        left: found.left,
+        left,
     })
+}
+
+/// 1-based line of byte `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+/// The repetitions the renames `taken` made in the edited `texts` (all edits of the plan,
+/// `edits`, shift the offsets), one finding each: where, and the phrase before and after.
+fn repeat_findings(
+    sources: &Sources,
+    texts: &BTreeMap<PathBuf, String>,
+    taken: &[Replacement],
+    edits: &[Replacement],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for r in taken {
+        let (Some(old), Some(new)) = (sources.texts.get(&r.path), texts.get(&r.path)) else {
+            continue;
+        };
+        // Where the replacement landed: its start moved by every earlier edit of the file.
+        let shift: isize = edits
+            .iter()
+            .filter(|e| e.path == r.path && e.end <= r.start && e != &r)
+            .map(|e| e.text.len() as isize - (e.end - e.start) as isize)
+            .sum();
+        let start = (r.start as isize + shift) as usize;
+        let range = (start, start + r.text.len());
+        if new.get(range.0..range.1) != Some(r.text.as_str()) {
+            continue;
+        }
+        for (at, before, after) in crate::term::repeats(old, new, (r.start, r.end), range) {
+            out.push(Finding {
+                kind: FindingKind::Repeat,
+                location: format!("{}:{}", r.path.display(), line_of(new, at)),
+                message: format!("`{before}` became `{after}`: a word repeated (--allow-repeats to write it anyway)"),
+            });
+        }
+    }
+    out
 }
 
 /// A structural edit applied in memory and verified.

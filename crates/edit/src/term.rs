@@ -239,6 +239,29 @@ pub fn rename_term(
                     } else {
                         words.join(" ")
                     };
+                    // "a registry" → "an index": the article before the term follows the new one.
+                    let (start, replacement) = match article_before(text, start) {
+                        Some((at, article)) => match article_for(&words[0]) {
+                            Some(wanted) if wanted != article.to_lowercase() => {
+                                let fixed = if article.starts_with(['A']) {
+                                    capitalise(wanted)
+                                } else {
+                                    wanted.to_string()
+                                };
+                                let space = &text[at + article.len()..start];
+                                (at, format!("{fixed}{space}{replacement}"))
+                            }
+                            Some(_) => (start, replacement),
+                            None => {
+                                out.left.push(Left {
+                                    reason: "article not certain".into(),
+                                    ..left("article")
+                                });
+                                (start, replacement)
+                            }
+                        },
+                        None => (start, replacement),
+                    };
                     out.replacements.push(Replacement {
                         path: path.clone(),
                         start,
@@ -253,6 +276,130 @@ pub fn rename_term(
     out.replacements.sort();
     out.left.sort();
     Ok(out)
+}
+
+/// The indefinite article right before `start` ("a " or "an ", a whole word followed by one
+/// space), with its byte offset.
+fn article_before(text: &str, start: usize) -> Option<(usize, &str)> {
+    let before = text[..start].strip_suffix(' ')?;
+    let word_start = before.rfind(|c: char| !c.is_alphanumeric()).map_or(0, |k| {
+        k + before[k..].chars().next().map_or(1, char::len_utf8)
+    });
+    let word = &before[word_start..];
+    matches!(word, "a" | "A" | "an" | "An").then_some((word_start, word))
+}
+
+/// The indefinite article a word takes ("a" or "an"), when its spelling says so; `None` for
+/// the cases spelling does not settle (acronyms, digits: "an SQL", "a 4K").
+fn article_for(word: &str) -> Option<&'static str> {
+    let lower = word.to_lowercase();
+    let first = lower.chars().next()?;
+    if !first.is_alphabetic() || (word.chars().count() > 1 && word.chars().all(char::is_uppercase))
+    {
+        return None;
+    }
+    const A_BEFORE: &[&str] = &[
+        "uni", "use", "usu", "uti", "eu", "one", "once", "ubi", "ure",
+    ];
+    const AN_BEFORE: &[&str] = &["hour", "honest", "honor", "honour", "heir"];
+    if AN_BEFORE.iter().any(|p| lower.starts_with(p)) {
+        return Some("an");
+    }
+    if A_BEFORE.iter().any(|p| lower.starts_with(p)) {
+        return Some("a");
+    }
+    Some(if "aeiou".contains(first) { "an" } else { "a" })
+}
+
+/// A repetition the edit made: `replacement` put a word beside the same word ("package index
+/// index" from "registry index", "the the"), where the text before it did not already repeat.
+/// Returns (the phrase before the edit, the phrase after it) for each one, with its byte offset
+/// in the edited text.
+pub fn repeats(
+    old: &str,
+    new: &str,
+    old_range: (usize, usize),
+    new_range: (usize, usize),
+) -> Vec<(usize, String, String)> {
+    let word_before = |t: &str, at: usize| -> Option<(usize, String)> {
+        let head = t[..at].trim_end_matches([' ', '\t', '\n']);
+        if head.len() == at || t[head.len()..at].matches('\n').count() > 1 {
+            return None;
+        }
+        let s = head
+            .rfind(|c: char| !is_word(c) && c != '\'')
+            .map_or(0, |k| {
+                k + head[k..].chars().next().map_or(1, char::len_utf8)
+            });
+        (s < head.len()).then(|| (s, head[s..].to_lowercase()))
+    };
+    let word_after = |t: &str, at: usize| -> Option<(usize, String)> {
+        let tail = t[at..].trim_start_matches([' ', '\t', '\n']);
+        let s = t.len() - tail.len();
+        if s == at || t[at..s].matches('\n').count() > 1 {
+            return None;
+        }
+        let e = tail
+            .find(|c: char| !is_word(c) && c != '\'')
+            .map_or(t.len(), |k| s + k);
+        (e > s).then(|| (e, t[s..e].to_lowercase()))
+    };
+    let first_word = |t: &str, (a, b): (usize, usize)| {
+        t[a..b]
+            .split(|c: char| !is_word(c) && c != '\'')
+            .find(|w| !w.is_empty())
+            .map(str::to_lowercase)
+    };
+    let last_word = |t: &str, (a, b): (usize, usize)| {
+        t[a..b]
+            .rsplit(|c: char| !is_word(c) && c != '\'')
+            .find(|w| !w.is_empty())
+            .map(str::to_lowercase)
+    };
+    let phrase =
+        |t: &str, a: usize, b: usize| t[a..b].split_whitespace().collect::<Vec<_>>().join(" ");
+    // The same word, or it and its plural ("index indexes").
+    let stem = |w: &str| -> String {
+        let w = if w.len() > 4 {
+            w.strip_suffix("es").unwrap_or(w)
+        } else {
+            w
+        };
+        if w.len() > 3 {
+            w.strip_suffix('s').unwrap_or(w).to_string()
+        } else {
+            w.to_string()
+        }
+    };
+    let same = |a: &str, b: &str| a == b || stem(a) == stem(b);
+    let mut out = Vec::new();
+    // On the left: the word before the edited text and its first word.
+    if let (Some((ns, w)), Some(first)) =
+        (word_before(new, new_range.0), first_word(new, new_range))
+    {
+        let was = word_before(old, old_range.0).zip(first_word(old, old_range));
+        if same(&w, &first) && was.as_ref().is_none_or(|((_, a), b)| !same(a, b)) {
+            let os = was.map_or(old_range.0, |((s, _), _)| s);
+            out.push((
+                ns,
+                phrase(old, os, old_range.1),
+                phrase(new, ns, new_range.1),
+            ));
+        }
+    }
+    // On the right: its last word and the word after it.
+    if let (Some((ne, w)), Some(last)) = (word_after(new, new_range.1), last_word(new, new_range)) {
+        let was = word_after(old, old_range.1).zip(last_word(old, old_range));
+        if same(&w, &last) && was.as_ref().is_none_or(|((_, a), b)| !same(a, b)) {
+            let oe = was.map_or(old_range.1, |((e, _), _)| e);
+            out.push((
+                new_range.0,
+                phrase(old, old_range.0, oe),
+                phrase(new, new_range.0, ne),
+            ));
+        }
+    }
+    out
 }
 
 /// A letter, digit or underscore: what `\b` calls a word character.
@@ -319,6 +466,44 @@ mod tests {
         assert!(title_cased_line(t, at, at + 8));
         let t = "Workspace members share one lockfile.";
         assert!(!title_cased_line(t, 0, 9));
+    }
+
+    #[test]
+    fn articles_follow_the_new_term_where_spelling_settles_it() {
+        assert_eq!(article_for("index"), Some("an"));
+        assert_eq!(article_for("registry"), Some("a"));
+        assert_eq!(article_for("hour"), Some("an"));
+        assert_eq!(article_for("user"), Some("a"));
+        assert_eq!(article_for("SQL"), None);
+        assert_eq!(article_before("see a registry", 6), Some((4, "a")));
+        assert_eq!(article_before("see An registry", 7), Some((4, "An")));
+        assert_eq!(article_before("a data registry", 7), None);
+    }
+
+    #[test]
+    fn repeats_the_edit_made_are_found_and_old_ones_are_not() {
+        // "registry index" → "package index index".
+        let (old, new) = ("the registry index", "the package index index");
+        let found = repeats(old, new, (4, 12), (4, 17));
+        assert_eq!(
+            found,
+            [(4, "registry index".into(), "package index index".into())]
+        );
+        // "package registry" → "package package index".
+        let (old, new) = ("a package registry.", "a package package index.");
+        let found = repeats(old, new, (10, 18), (10, 23));
+        assert_eq!(
+            found,
+            [(2, "package registry".into(), "package package index".into())]
+        );
+        // "registry indexes" → "package index indexes".
+        let found = repeats("registry indexes", "package index indexes", (0, 8), (0, 13));
+        assert_eq!(found.len(), 1);
+        // A repetition already there is not the edit's.
+        let (old, new) = ("index index registry", "index index crate");
+        assert!(repeats(old, new, (12, 20), (12, 17)).is_empty());
+        // Nothing repeated.
+        assert!(repeats("a registry here", "a package index here", (2, 10), (2, 15)).is_empty());
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub enum FindingKind {
     /// The edit makes a document include a file outside its folder (`\input`, `\include`,
     /// a SUMMARY.md link, `{{#include}}`).
     OutsideRoot,
+    /// A term rename put a word beside the same word ("package index index").
+    Repeat,
 }
 
 /// One problem found by verification.

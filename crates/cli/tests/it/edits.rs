@@ -100,6 +100,105 @@ fn rename_term_across_the_cargo_book_keeps_every_link_and_undo_restores() {
     assert_eq!(snapshot(&book), original);
 }
 
+/// "registry" → "package index" across the cargo book: one term alone makes "package index
+/// index" and "package package index", which verification refuses, naming each place; the
+/// terminology file renames the longer terms first and reads right.
+#[test]
+fn rename_terms_from_a_terminology_file_reads_right_where_one_term_repeats_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = dir.path().join("src");
+    copy_dir(&corpora().join("cargo-book/doc/book/src"), &book);
+    let p = book.to_str().expect("utf8");
+    let original = snapshot(&book);
+    let before = verify_summary(p);
+
+    let o = ledger(&["rename-term", "registry", "package index", p]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(snapshot(&book), original);
+    let repeats: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("a word repeated"))
+        .collect();
+    assert!(repeats.len() >= 30, "{err}");
+    assert!(
+        err.contains("SUMMARY.md:45: `Registry Index` became `Package Index Index`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("glossary.md:142: `Package registry` became `Package package index`"),
+        "{err}"
+    );
+    // --allow-repeats writes it anyway (then undone).
+    let o = ledger(&[
+        "rename-term",
+        "registry",
+        "package index",
+        p,
+        "--allow-repeats",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(ledger(&["undo", p]).status.success());
+    assert_eq!(snapshot(&book), original);
+
+    let terms = dir.path().join("terms.toml");
+    std::fs::write(
+        &terms,
+        "\"registry index\" = \"package index\"\n\"package registry\" = \"package index\"\nregistry = \"package index\"\n",
+    )
+    .expect("terms");
+    let o = ledger(&["rename-terms", terms.to_str().expect("utf8"), p]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("rename-terms ") && err.contains("(3 terms)"),
+        "{err}"
+    );
+    let diff = stdout(&o);
+    let added: Vec<&str> = diff.lines().filter(|l| l.starts_with('+')).collect();
+    assert!(added.len() > 300, "{} lines added", added.len());
+    for l in &added {
+        let lower = l.to_lowercase();
+        assert!(
+            !lower.contains("index index") && !lower.contains("package package"),
+            "{l}"
+        );
+    }
+    assert!(
+        diff.contains("+            * [Package Index](reference/registry-index.md)"),
+        "{diff}"
+    );
+    assert_eq!(verify_summary(p), before, "{err}");
+    // One edit, one undo record: one undo restores every byte.
+    assert!(ledger(&["undo", p]).status.success());
+    assert_eq!(snapshot(&book), original);
+}
+
+/// "a registry" becomes "an index" and "an index" "a registry"; where spelling does not settle
+/// the article ("an SQL"), it is left and said.
+#[test]
+fn articles_follow_the_renamed_term() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = dir.path().join("guide.md");
+    std::fs::write(
+        &doc,
+        "# Guide\n\nA registry holds crates. Publish to a registry.\n\nAn index is a list.\n",
+    )
+    .expect("write");
+    let p = doc.to_str().expect("utf8");
+    let o = ledger(&["rename-term", "registry", "index", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&doc).expect("read");
+    assert!(
+        text.contains("An index holds crates. Publish to an index."),
+        "{text}"
+    );
+    let o = ledger(&["rename-term", "index", "SQL store", p, "--dry-run"]);
+    let err = stderr(&o);
+    assert!(err.contains("left `index` (article not certain)"), "{err}");
+}
+
 /// The fixture with hand-checked prose numbers (see the assertions).
 fn fixture() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");

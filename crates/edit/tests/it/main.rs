@@ -539,11 +539,15 @@ fn rename_term_finds_symbol_terms_keeps_title_case_and_old_anchors() {
     assert!(new.contains("## Building Rust Code\n"), "{new}");
     assert!(new.contains("[building](#building-rust-code)"), "{new}");
     // A title-cased heading stays title-cased; a sentence keeps sentence case.
-    let plan = plan_rename_term(&sources, "registry", "package index", &[], true).expect("plan");
+    let plan = plan_rename_term(&sources, "registry", "crate store", &[], true).expect("plan");
     let new = edited(&plan);
     assert!(
-        new.contains("## Package Index Index {#registry-index}\n"),
+        new.contains("## Crate Store Index {#registry-index}\n"),
         "{new}"
     );
-    assert!(new.contains("The package index lists crates."), "{new}");
+    assert!(new.contains("The crate store lists crates."), "{new}");
+    // "package index" would make "Package Index Index": a repetition verification refuses.
+    let plan = plan_rename_term(&sources, "registry", "package index", &[], true).expect("plan");
+    let kinds: Vec<_> = plan.checked.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [ledger_edit::FindingKind::Repeat]);
 }
