@@ -290,7 +290,10 @@ pub fn write(
     job.parts.prune(&keep);
     Ok(CorpusOutput {
         commit: CommitReport {
-            summary: Some(summary),
+            summary: Some(CorpusSummary {
+                related: Some(related_edges),
+                ..summary
+            }),
             current: job.out.join("current"),
             version: manifest.version,
             written: true,

@@ -715,6 +715,10 @@ pub struct CorpusSummary {
     pub references: usize,
     /// DEPENDS edges from a proof to its statement.
     pub proofs: usize,
+    /// DEPENDS edges a judge found.
+    pub judged: usize,
+    /// RELATED edges, when the graph written holds them (`None`: not counted here).
+    pub related: Option<usize>,
     /// Mentions resolved, broken, ambiguous, and external (naming units of other works).
     pub mentions: (usize, usize, usize, usize),
     /// DEPENDS judgments that failed (no answer, or none that held): their edges are missing.
@@ -747,6 +751,7 @@ impl CorpusSummary {
         self.contains += doc.units.len().saturating_sub(1);
         self.references += doc.reference_edges().len();
         self.proofs += doc.proof_edges().len();
+        self.judged += doc.depends.len();
         for u in &doc.units {
             *self.units.entry(u.kind).or_default() += 1;
         }
@@ -788,15 +793,21 @@ impl fmt::Display for CorpusSummary {
                 .collect::<Vec<_>>()
                 .join(", ")
         )?;
+        let related = self
+            .related
+            .map(|n| format!(", {} {n}", EdgeKind::Related.as_str()))
+            .unwrap_or_default();
         writeln!(
             f,
-            "edges: {} {}, {} {}, {} {} (proof of a statement)",
+            "edges: {} {}, {} {}, {} {} ({} from proofs to their statements, {} judged){related}",
             EdgeKind::Contains.as_str(),
             self.contains,
             EdgeKind::References.as_str(),
             self.references,
             EdgeKind::Depends.as_str(),
+            self.proofs + self.judged,
             self.proofs,
+            self.judged,
         )?;
         let (resolved, broken, ambiguous, external) = self.mentions;
         let external_part = if external > 0 {
@@ -817,7 +828,15 @@ impl fmt::Display for CorpusSummary {
             } else {
                 self.diagnostics
                     .iter()
-                    .map(|(k, n)| format!("{n} {}", k.as_str()))
+                    .map(|(k, n)| {
+                        // "2 warnings", "1 error", "3 info" (a mass noun).
+                        let s = if *n == 1 || *k == Severity::Info {
+                            ""
+                        } else {
+                            "s"
+                        };
+                        format!("{n} {}{s}", k.as_str())
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             }

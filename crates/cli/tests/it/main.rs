@@ -145,7 +145,30 @@ fn index_then_sql_on_the_bundled_datasets() {
     assert!(summary.contains("documents: 35"), "{summary}");
     // The one diagnostic is the stray byte of the encoding fixture, kept as a warning.
     assert!(summary.contains("diagnostics: 1 warning"), "{summary}");
-    assert!(summary.contains("REFERENCES"), "{summary}");
+    // The summary's edges line counts what the edges table holds, every kind.
+    let edges = sql(
+        &graph,
+        "SELECT kind, COUNT(*) AS n FROM edges GROUP BY kind ORDER BY kind",
+    );
+    let count = |kind: &str| {
+        edges
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|r| r["kind"] == kind)
+            .map_or(0, |r| r["n"].as_u64().expect("count"))
+    };
+    let line = format!(
+        "edges: CONTAINS {}, REFERENCES {}, DEPENDS {} (",
+        count("CONTAINS"),
+        count("REFERENCES"),
+        count("DEPENDS")
+    );
+    assert!(summary.contains(&line), "{line} in {summary}");
+    assert!(
+        summary.contains(&format!("judged), RELATED {}\n", count("RELATED"))),
+        "{summary}"
+    );
     let rows = sql(
         &graph,
         "SELECT kind, COUNT(*) AS n FROM units GROUP BY kind ORDER BY kind",
