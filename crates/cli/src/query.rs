@@ -76,7 +76,7 @@ fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
         let _ = editor.load_history(h);
     }
     eprintln!(
-        "ledger sql on {}: statements end with `;`; .tables lists the tables, .quit or Ctrl-D leaves",
+        "ledger sql on {}: statements end with `;`; .tables lists the tables, .help the commands, .quit or Ctrl-D leaves",
         graph.display()
     );
     let mut pending = String::new();
@@ -95,11 +95,15 @@ fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
             Err(_) => break,
         };
         let trimmed = line.trim();
-        if pending.is_empty() && matches!(trimmed, ".quit" | ".exit") {
-            break;
-        }
-        let statement = if pending.is_empty() && trimmed == ".tables" {
-            "SHOW TABLES;".to_string()
+        let statement = if pending.is_empty() && trimmed.starts_with('.') {
+            match dot_command(trimmed) {
+                Dot::Quit => break,
+                Dot::Say(text) => {
+                    eprintln!("{text}");
+                    continue;
+                }
+                Dot::Run(statement) => statement.to_string(),
+            }
         } else {
             pending.push_str(&line);
             pending.push('\n');
@@ -128,6 +132,33 @@ fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
         let _ = editor.save_history(h);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a line starting with `.` asks of the shell.
+enum Dot {
+    /// Leave.
+    Quit,
+    /// Print this, run nothing.
+    Say(String),
+    /// Run this statement.
+    Run(&'static str),
+}
+
+/// The shell's dot commands, as DuckDB's and SQLite's shells have them; an unknown one is
+/// answered with the list, never run as SQL.
+fn dot_command(line: &str) -> Dot {
+    const HELP: &str = ".tables  the tables and views, sorted (information_schema last)\n\
+                        .help    this list\n\
+                        .quit    leave (also .exit, Ctrl-D)";
+    match line.split_whitespace().next().unwrap_or(line) {
+        ".quit" | ".exit" => Dot::Quit,
+        ".help" => Dot::Say(HELP.to_string()),
+        ".tables" => Dot::Run(
+            "SELECT table_schema, table_name, table_type FROM information_schema.tables \
+             ORDER BY table_schema = 'information_schema', table_name;",
+        ),
+        other => Dot::Say(format!("unknown command {other}; the shell knows:\n{HELP}")),
+    }
 }
 
 /// `ledger context`: the packed context as JSON or Markdown, and tokens retrieved / document

@@ -1456,11 +1456,36 @@ fn sql_runs_scripts_from_arguments_files_and_stdin_and_an_interactive_shell() {
         .write_all(b"SELECT 41 + 1 AS answer;\n")
         .expect("write");
     std::thread::sleep(std::time::Duration::from_secs(3));
+    // An unknown dot command is answered with the known ones and runs nothing: the statement
+    // after it starts afresh. `.tables` lists the graph's tables sorted, information_schema last.
+    // (One line at a time: the line editor drops what was typed ahead of its prompt.)
+    for line in [
+        &b".schema units\n"[..],
+        b"SELECT 6 * 7 AS again;\n",
+        b".tables\n",
+    ] {
+        input.write_all(line).expect("write");
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
     input.write_all(b".quit\n").expect("write");
     drop(input);
     let o = child.wait_with_output().expect("wait");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("| 42 "), "{out}");
+    assert!(
+        out.contains("unknown command .schema; the shell knows:"),
+        "{out}"
+    );
+    assert!(out.contains("| again |"), "{out}");
+    let at = |name: &str| {
+        out.find(&format!("| {name} "))
+            .unwrap_or_else(|| panic!("{name} in {out}"))
+    };
+    assert!(
+        at("documents") < at("edges") && at("edges") < at("units"),
+        "{out}"
+    );
+    assert!(at("units") < at("information_schema"), "{out}");
     let history = std::fs::read_to_string(state.join("ledger/sql_history")).expect("history");
     assert!(history.contains("SELECT 41 + 1 AS answer;"), "{history}");
 }
