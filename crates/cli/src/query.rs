@@ -171,7 +171,7 @@ pub fn context(graph_path: &Path, ask: &Ask, markdown: bool, config: &Config) ->
     }
     let c = &retrieved.context;
     eprintln!(
-        "context: {} units, {} tokens of a {} budget = {:.1}% of the document's {} tokens ({} candidates left out)",
+        "context: {} units, {} tokens of a {} budget = {:.1}% of the document's {} tokens ({} of its units left out)",
         c.units.len(),
         c.tokens,
         c.budget,

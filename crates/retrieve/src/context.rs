@@ -145,7 +145,8 @@ pub struct Context {
     pub budget: usize,
     /// Tokens of the targets' documents.
     pub document_tokens: usize,
-    /// Candidates that did not fit.
+    /// Units of the targets' documents that did not fit (units of other documents the ranking
+    /// reached are not counted).
     pub left_out: usize,
 }
 
@@ -217,12 +218,12 @@ impl Ranked<'_> {
                     } else {
                         format!("in target `{}`", units[t].unit_id)
                     };
-                    context.take(units, u, None, budget, || why);
+                    context.take(units, u, None, (budget, &signals.documents), || why);
                 }
                 Source::Scored(i) => {
                     let (score, k, weighted) = &self.scored[i];
                     let c = &signals.candidates[*k];
-                    context.take(units, u, Some(*score), budget, || {
+                    context.take(units, u, Some(*score), (budget, &signals.documents), || {
                         graph.why_taken(c, weighted, &signals.walk, &region)
                     });
                 }
@@ -294,12 +295,12 @@ impl Context {
         units: &[ledger_core::UnitRecord],
         unit: usize,
         score: Option<f64>,
-        budget: usize,
+        (budget, documents): (usize, &HashSet<String>),
         why: impl FnOnce() -> String,
     ) {
         let tokens = units[unit].tokens;
         if self.tokens + tokens > budget {
-            self.left_out += 1;
+            self.left_out += usize::from(documents.contains(&units[unit].doc_id));
             return;
         }
         self.tokens += tokens;
@@ -354,6 +355,8 @@ pub struct Signals {
     candidates: Vec<Candidate>,
     walk: Walk,
     document_tokens: usize,
+    /// The targets' documents.
+    documents: HashSet<String>,
 }
 
 /// The candidates of one request ranked by one mix: what any budget takes from ([`Ranked::pack`]).
@@ -517,6 +520,7 @@ impl Graph {
                 .filter(|u| docs.contains(u.doc_id.as_str()))
                 .map(|u| u.tokens)
                 .sum(),
+            documents: docs.iter().map(|d| d.to_string()).collect(),
         }
     }
 

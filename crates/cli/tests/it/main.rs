@@ -774,7 +774,28 @@ fn context_and_impact_from_a_graph() {
     assert_eq!(c["units"][0]["why"], "target");
     assert!(c["tokens"].as_u64().expect("tokens") <= 1500);
     assert!(c["units"].as_array().expect("units").len() > 1, "{c}");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("% of the document's"));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("% of the document's"), "{err}");
+    // What is left out is counted in the target's document alone: its units less those taken.
+    let left: usize = err
+        .split(" of its units left out")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {err}"));
+    let in_doc = sql(
+        &graph,
+        &format!("SELECT COUNT(*) AS n FROM units WHERE doc_id = '{doc}' AND kind <> 'document'"),
+    )[0]["n"]
+        .as_u64()
+        .expect("count") as usize;
+    let taken = c["units"]
+        .as_array()
+        .expect("units")
+        .iter()
+        .filter(|u| u["doc_id"] == doc)
+        .count();
+    assert_eq!(left, in_doc - taken, "{err}");
     let o = ledger(&[
         "context",
         "--graph",
