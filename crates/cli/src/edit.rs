@@ -286,8 +286,10 @@ pub fn llm_edit(args: &LlmEditArgs, config: &Config) -> Result<ExitCode> {
 /// `ledger undo PATH [--graph GRAPH]`: reverts the last edit made under PATH, then updates the
 /// graph.
 pub fn undo(path: &Path, graph: Option<&Path>, config: &Config) -> Result<ExitCode> {
+    let here = std::env::current_dir().unwrap_or_default();
     for p in ledger_edit::undo_last(path)? {
-        outln!("restored {}", p.display());
+        // Relative to the working folder, as the other commands print paths.
+        outln!("restored {}", p.strip_prefix(&here).unwrap_or(&p).display());
     }
     if let Some(graph) = graph {
         return crate::index::update_graph(&[path.to_path_buf()], graph, config);

@@ -319,7 +319,7 @@ pub fn commit(
 
 /// Takes the edit root's lock (`.ledger-undo/.lock`), waiting while another process holds it;
 /// released when the file is dropped or the process dies.
-fn lock_edits(undo_root: &Path) -> Result<std::fs::File> {
+pub(crate) fn lock_edits(undo_root: &Path) -> Result<std::fs::File> {
     let path = undo_root.join(".lock");
     let file = std::fs::OpenOptions::new()
         .write(true)

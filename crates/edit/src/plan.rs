@@ -649,13 +649,89 @@ pub fn plan_structural(sources: &Sources, op: &Op) -> Result<StructuralPlan> {
 }
 
 /// Reverts the last edit made under `path` (from its undo record); returns the files restored.
+/// The records are looked for where an edit of `path` keeps them, else in the nearest folder
+/// above it that has some, else in the one folder below it that has some (an edit of
+/// `book/src` is undone by `undo book`, or by `undo book/src/guide`). When the last record is
+/// gone, the records' folder is removed too.
 pub fn undo_last(path: &Path) -> Result<Vec<PathBuf>> {
-    let root = undo_root(&[path.to_path_buf()])?;
+    let root = find_undo_root(path)?;
     let Some(record) = crate::last_record(&root) else {
         return Err(EditError::Invalid(format!(
             "no edit to undo under {}",
             root.display()
         )));
     };
-    crate::undo(&record)
+    let restored = crate::undo(&record)?;
+    remove_if_spent(&root);
+    Ok(restored)
+}
+
+/// The undo folder that holds the records for `path` (see [`undo_last`]).
+fn find_undo_root(path: &Path) -> Result<PathBuf> {
+    let own = undo_root(&[path.to_path_buf()])?;
+    if crate::last_record(&own).is_some() {
+        return Ok(own);
+    }
+    let start = std::path::absolute(own.parent().unwrap_or(path)).map_err(io(path))?;
+    for dir in start.ancestors().skip(1) {
+        let candidate = dir.join(".ledger-undo");
+        if crate::last_record(&candidate).is_some() {
+            return Ok(candidate);
+        }
+    }
+    let mut below = Vec::new();
+    let mut stack = vec![(start, 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name() == ".ledger-undo" {
+                if dir != own.parent().unwrap_or(path) && crate::last_record(&p).is_some() {
+                    below.push(p);
+                }
+            } else if depth < UNDO_SEARCH_DEPTH && !e.file_name().to_string_lossy().starts_with('.')
+            {
+                stack.push((p, depth + 1));
+            }
+        }
+    }
+    match below.len() {
+        0 => Ok(own),
+        1 => Ok(below.remove(0)),
+        _ => {
+            below.sort();
+            let list: Vec<String> = below
+                .iter()
+                .map(|b| b.parent().unwrap_or(b).display().to_string())
+                .collect();
+            Err(EditError::Invalid(format!(
+                "edits to undo in several folders under {}: {}; name one",
+                path.display(),
+                list.join(", ")
+            )))
+        }
+    }
+}
+
+/// Folders below an undo's path searched for records.
+const UNDO_SEARCH_DEPTH: usize = 8;
+
+/// Removes the undo folder when no record is left in it (only its lock and `.gitignore`),
+/// under its lock, so that an edit starting meanwhile finds its records' folder.
+fn remove_if_spent(root: &Path) {
+    let Ok(_lock) = crate::lock_edits(root) else {
+        return;
+    };
+    let rest: Vec<String> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".lock" && n != ".gitignore")
+        .collect();
+    if rest.is_empty() {
+        let _ = std::fs::remove_dir_all(root);
+    }
 }

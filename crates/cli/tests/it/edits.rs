@@ -199,6 +199,50 @@ fn articles_follow_the_renamed_term() {
     assert!(err.contains("left `index` (article not certain)"), "{err}");
 }
 
+/// `ledger undo` finds the edit's records from a folder above or below the one edited, prints
+/// paths relative to the working folder, and removes the records' folder with the last record.
+#[test]
+fn undo_finds_the_records_from_above_and_below_and_leaves_no_empty_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = dir.path().join("proj/docs");
+    std::fs::create_dir_all(docs.join("sub")).expect("mkdir");
+    std::fs::write(
+        docs.join("guide.md"),
+        "# Guide\n\nThe registry lists crates.\n",
+    )
+    .expect("write");
+    std::fs::write(docs.join("sub/more.md"), "# More\n\nA registry again.\n").expect("write");
+    let original = snapshot(&docs);
+    let undo_folder = docs.join(".ledger-undo");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ledger"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("LEDGER_CONFIG")
+            .env("LEDGER_EMBED_EMBEDDER", "hash")
+            .output()
+            .expect("ledger runs")
+    };
+    for from in ["proj", "proj/docs/sub"] {
+        let o = run(&["rename-term", "registry", "index", "proj/docs"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(undo_folder.is_dir());
+        let o = run(&["undo", from]);
+        assert!(o.status.success(), "undo {from}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("restored proj/docs/guide.md\n"), "{out}");
+        assert_eq!(snapshot(&docs), original);
+        assert!(
+            !undo_folder.exists(),
+            "the last undo removes {}",
+            undo_folder.display()
+        );
+    }
+    let o = run(&["undo", "proj"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no edit to undo"), "{}", stderr(&o));
+}
+
 /// The fixture with hand-checked prose numbers (see the assertions).
 fn fixture() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
