@@ -150,6 +150,12 @@ pub struct Retrieved {
 /// The packed context of an edit: targets as [`pick_targets`] finds them, ranked with the
 /// configured [`ledger_retrieve::Ranking`] and the instruction's embedding relevance.
 pub fn retrieve(path: &Path, graph: &Graph, ask: &Ask, config: &Config) -> Result<Retrieved> {
+    // The document as the user named it (a path from any folder) becomes its id.
+    let doc = ask.doc.map(|d| graph.document(d)).transpose()?;
+    let ask = &Ask {
+        doc: doc.as_deref(),
+        ..*ask
+    };
     // The instruction's embedding is needed when it ranks (`mix_dense`) or when it picks the
     // targets (none named, none mentioned).
     let ranking = config.retrieve.ranking();
@@ -227,7 +233,8 @@ impl fmt::Display for ImpactReport {
 
 /// `ledger impact`: the units that may break if `unit` changes, with the path linking each.
 pub fn impact(graph: &Graph, unit: &str, doc: Option<&str>, depth: usize) -> Result<ImpactReport> {
-    let target = graph.find(unit, doc)?;
+    let doc = doc.map(|d| graph.document(d)).transpose()?;
+    let target = graph.find(unit, doc.as_deref())?;
     let units = graph.units();
     let impacted = graph
         .impact(target, depth)

@@ -29,6 +29,22 @@ pub enum RetrieveError {
         "no unit `{0}` (tried unit ids, labels, and prose such as \"Theorem 2\" or \"Section 3.2\")"
     )]
     NotFound(String),
+    /// No document of the graph answers to the name given with `--doc`.
+    #[error("no document `{named}` in the graph (its documents include {}); name it by its id or by a path to it", known.join(", "))]
+    NoDocument {
+        /// The document as named.
+        named: String,
+        /// A few of the graph's document ids.
+        known: Vec<String>,
+    },
+    /// Several documents answer to the name given with `--doc`.
+    #[error("`{named}` names several documents: {}; name one", candidates.join(", "))]
+    AmbiguousDocument {
+        /// The document as named.
+        named: String,
+        /// Their ids.
+        candidates: Vec<String>,
+    },
     /// Several units answer to it.
     #[error("`{target}` is ambiguous: {}; name the document with --doc", candidates.join(", "))]
     Ambiguous {
@@ -251,6 +267,63 @@ impl Graph {
                     .map(|&i| format!("{}:{}", self.units[i].doc_id, self.units[i].unit_id))
                     .collect(),
             }),
+        }
+    }
+
+    /// The id of the document `named`: its id, or a path to it (or to the folder holding it) as
+    /// the user writes it, relative to the working folder or absolute, from any folder: a
+    /// document's id is its path as it was named when the graph was built, so a path that
+    /// resolves to a file ending with an id's path names that document.
+    pub fn document(&self, named: &str) -> Result<String, RetrieveError> {
+        let ids: std::collections::BTreeSet<&str> =
+            self.units.iter().map(|u| u.doc_id.as_str()).collect();
+        if ids.contains(named) {
+            return Ok(named.to_string());
+        }
+        let components = |p: &std::path::Path| -> Vec<String> {
+            p.components()
+                .filter(|c| matches!(c, std::path::Component::Normal(_)))
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        };
+        let given = std::path::Path::new(named);
+        let absolute = std::fs::canonicalize(given).ok();
+        let given_parts = components(absolute.as_deref().unwrap_or(given));
+        let found: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                let id_parts = components(std::path::Path::new(id));
+                if id_parts.is_empty() {
+                    return false;
+                }
+                // The path given is the document (its file ends with the id's path), or the
+                // folder that holds it (the id's path, less its last part or more, ends it).
+                given_parts.ends_with(&id_parts)
+                    || (1..id_parts.len()).any(|k| given_parts.ends_with(&id_parts[..k]))
+                        && absolute.as_deref().is_none_or(std::path::Path::is_dir)
+            })
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(one.to_string()),
+            [] => Err(RetrieveError::NoDocument {
+                named: named.to_string(),
+                known: ids.iter().take(5).map(|s| s.to_string()).collect(),
+            }),
+            many => {
+                // The most specific: the ids the whole path ends with, when one is left.
+                let whole: Vec<&&str> = many
+                    .iter()
+                    .filter(|id| given_parts.ends_with(&components(std::path::Path::new(id))))
+                    .collect();
+                match whole.as_slice() {
+                    [one] => Ok(one.to_string()),
+                    _ => Err(RetrieveError::AmbiguousDocument {
+                        named: named.to_string(),
+                        candidates: many.iter().map(|s| s.to_string()).collect(),
+                    }),
+                }
+            }
         }
     }
 

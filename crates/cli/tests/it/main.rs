@@ -746,6 +746,57 @@ fn minilm_embeddings_and_related_edges_end_to_end() {
     assert_eq!(cols[2], "all-MiniLM-L6-v2");
 }
 
+/// `--doc` takes the document as the user names it: its id, an absolute path, a path relative to
+/// another working folder, or the folder holding it; a name that fits no document is an error
+/// about the document, not about the unit.
+#[test]
+fn doc_is_named_as_the_user_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    let o = index(&graph);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = graph.to_str().expect("utf8");
+    let paper = dir.path().join("datasets/paper-carleson-lean");
+    let impact = |cwd: &Path, doc: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ledger"))
+            .args([
+                "impact",
+                "--graph",
+                g,
+                "metric-space-Carleson",
+                "--doc",
+                doc,
+            ])
+            .current_dir(cwd)
+            .env_remove("LEDGER_CONFIG")
+            .output()
+            .expect("ledger runs")
+    };
+    let by_id = impact(&root(), "datasets/paper-carleson-lean/main.tex");
+    let expected = stdout(&by_id);
+    let absolute = paper.join("main.tex");
+    for (cwd, doc) in [
+        (root(), absolute.to_str().expect("utf8")),
+        (paper.clone(), "main.tex"),
+        (paper.clone(), "."),
+        (dir.path().to_path_buf(), "datasets/paper-carleson-lean"),
+    ] {
+        let o = impact(&cwd, doc);
+        assert!(
+            o.status.success(),
+            "{doc} from {}: {}",
+            cwd.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(stdout(&o), expected, "{doc} from {}", cwd.display());
+    }
+    assert!(expected.contains("-> metric-space-Carleson"), "{expected}");
+    let o = impact(&root(), "nowhere/main.tex");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no document `nowhere/main.tex`"), "{err}");
+}
+
 #[test]
 fn context_and_impact_from_a_graph() {
     let dir = tempfile::tempdir().expect("tempdir");
