@@ -30,7 +30,13 @@ fn finish(
     edit: &EditArgs,
     config: &Config,
 ) -> Result<ExitCode> {
-    out!("{}", checked.diff(sources));
+    if edit.format == "json" {
+        for change in checked.changes(sources)? {
+            outln!("{}", serde_json::to_string(&change)?);
+        }
+    } else {
+        out!("{}", checked.diff(sources));
+    }
     for f in &checked.findings {
         eprintln!("{f}");
     }

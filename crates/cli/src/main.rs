@@ -406,6 +406,10 @@ struct EditArgs {
     /// Print the diff and verify only; nothing is written.
     #[arg(long)]
     dry_run: bool,
+    /// What stdout shows of the edit: the unified diff, or one JSON object per replacement
+    /// (file, line, column, old, new, the line before and after) for review tools.
+    #[arg(long, default_value = "diff", value_parser = ["diff", "json"])]
+    format: String,
 }
 
 /// Settings of the document stage, shared by `index` and `coordinator`.

@@ -15,7 +15,7 @@ mod verify;
 
 use ledger_parse::encoding::Encoding;
 pub use plan::{
-    Checked, RenamePlan, Shadow, Sources, StructuralPlan, Written, check, parse_inputs,
+    Change, Checked, RenamePlan, Shadow, Sources, StructuralPlan, Written, check, parse_inputs,
     plan_relabel, plan_rename_term, plan_rename_terms, plan_structural, undo_last, undo_root,
     write_checked,
 };

@@ -218,6 +218,27 @@ fn overlay(
     Ok(out)
 }
 
+/// One replacement of a checked edit, for review tools (`--format json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    /// The stage it belongs to (0: the edit; 1: the prose numbers a structural edit rewrote).
+    pub stage: usize,
+    /// The file.
+    pub file: String,
+    /// 1-based line and column (in characters) of its start.
+    pub line: usize,
+    /// See `line`.
+    pub column: usize,
+    /// The text replaced.
+    pub old: String,
+    /// The text put in.
+    pub new: String,
+    /// The line(s) it touches, before.
+    pub before: String,
+    /// The same line(s) after.
+    pub after: String,
+}
+
 /// An edit applied in memory and verified on a shadow copy.
 pub struct Checked {
     /// The files it changes, with their new texts.
@@ -234,6 +255,39 @@ impl Checked {
         self.findings
             .iter()
             .filter(move |f| !allowed.contains(&f.kind))
+    }
+
+    /// Every replacement with where it is and the line it changes, stage after stage (a later
+    /// stage's lines are those of the text the earlier ones made): for review tools.
+    pub fn changes(&self, sources: &Sources) -> Result<Vec<Change>> {
+        let mut texts = sources.texts.clone();
+        let mut out = Vec::new();
+        for (stage, edits) in self.stages.iter().enumerate() {
+            for r in edits {
+                let Some(text) = texts.get(&r.path) else {
+                    continue;
+                };
+                let line_start = text[..r.start].rfind('\n').map_or(0, |k| k + 1);
+                let line_end = text[r.end..].find('\n').map_or(text.len(), |k| r.end + k);
+                out.push(Change {
+                    stage,
+                    file: r.path.display().to_string(),
+                    line: text[..r.start].matches('\n').count() + 1,
+                    column: text[line_start..r.start].chars().count() + 1,
+                    old: text[r.start..r.end].to_string(),
+                    new: r.text.clone(),
+                    before: text[line_start..line_end].to_string(),
+                    after: format!(
+                        "{}{}{}",
+                        &text[line_start..r.start],
+                        r.text,
+                        &text[r.end..line_end]
+                    ),
+                });
+            }
+            texts = overlay(&texts, edits)?;
+        }
+        Ok(out)
     }
 
     /// The unified diff of every file it changes, against `sources`.

@@ -148,6 +148,42 @@ fn rename_terms_from_a_terminology_file_reads_right_where_one_term_repeats_words
         "\"registry index\" = \"package index\"\n\"package registry\" = \"package index\"\nregistry = \"package index\"\n",
     )
     .expect("terms");
+    // For review tools: every change as a JSON object, nothing written.
+    let o = ledger(&[
+        "rename-terms",
+        terms.to_str().expect("utf8"),
+        p,
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(snapshot(&book), original);
+    let changes: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let renamed = changes
+        .iter()
+        .filter(|c| {
+            c["new"]
+                .as_str()
+                .is_some_and(|n| n.to_lowercase().contains("package index"))
+        })
+        .count();
+    assert!(renamed >= 400, "{renamed} of {}", changes.len());
+    for c in &changes {
+        let (before, after) = (
+            c["before"].as_str().expect("before"),
+            c["after"].as_str().expect("after"),
+        );
+        assert!(before.contains(c["old"].as_str().expect("old")), "{c}");
+        assert!(after.contains(c["new"].as_str().expect("new")), "{c}");
+        assert!(
+            c["line"].as_u64().expect("line") >= 1 && c["file"].as_str().is_some(),
+            "{c}"
+        );
+    }
     let o = ledger(&["rename-terms", terms.to_str().expect("utf8"), p]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
