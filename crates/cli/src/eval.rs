@@ -40,9 +40,18 @@ pub struct EvalArgs {
     /// Which tracks to run: all, real (the authors' commits) or generated.
     #[arg(long, default_value = "all")]
     pub track: Tracks,
-    /// The git bundles of the real-edit track.
+    /// The folder of the real-edit track's histories: its `manifest.toml` lists each bundle and
+    /// the document in it.
     #[arg(long, default_value = "datasets/edit-history")]
     pub edit_history: PathBuf,
+    /// Instead of the manifest's histories, this one: a git repository (a folder) or bundle
+    /// whose first-parent history is walked from its HEAD; with --document.
+    #[arg(long, requires = "document")]
+    pub history: Option<PathBuf>,
+    /// The document inside --history: a LaTeX main file, a Markdown file or an mdBook folder,
+    /// relative to the repository's root.
+    #[arg(long, requires = "history")]
+    pub document: Option<String>,
     /// Only the newest N commits of each history (default: all; 12 with --quick).
     #[arg(long)]
     pub commits: Option<usize>,
@@ -141,7 +150,20 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
         edit_cases: args.edit_cases,
         llm_edits: args.llm_edits,
         track: args.track,
-        edit_history: args.edit_history,
+        histories: match (args.history, args.document) {
+            (Some(bundle), Some(document)) => vec![ledger_eval::history::Source {
+                name: bundle
+                    .file_stem()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "history".into()),
+                bundle: std::path::absolute(&bundle)
+                    .with_context(|| format!("reading {}", bundle.display()))?,
+                document,
+                branch: None,
+            }],
+            _ if args.track == Tracks::Generated => Vec::new(),
+            _ => ledger_eval::history::manifest(&args.edit_history)?,
+        },
         commits: args.commits,
         tune: args.tune,
     };

@@ -29,42 +29,56 @@ pub enum HistoryError {
     /// Git printed something this module does not understand.
     #[error("unexpected git output: {0}")]
     Output(String),
+    /// The manifest of histories could not be read.
+    #[error("manifest of histories: {0}")]
+    Manifest(String),
 }
 
-/// One edit history: a bundle and the document inside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One edit history: a repository (a git bundle, or any git folder) and the document inside it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Source {
     /// Short name in reports.
-    pub name: &'static str,
-    /// The bundle's file name in the edit-history folder.
-    pub bundle: &'static str,
-    /// The document inside the repository: a LaTeX main file or an mdBook folder.
-    pub document: &'static str,
+    pub name: String,
+    /// The bundle or repository (in a manifest: relative to the manifest's folder).
+    pub bundle: PathBuf,
+    /// The document inside the repository: a LaTeX main file, a Markdown file or an mdBook
+    /// folder.
+    pub document: String,
+    /// The branch whose first-parent history is walked (`None`: the repository's own HEAD).
+    #[serde(default)]
+    pub branch: Option<String>,
 }
 
-/// The histories of `datasets/edit-history/`.
-pub const SOURCES: [Source; 4] = [
-    Source {
-        name: "carleson-blueprint",
-        bundle: "carleson-blueprint.bundle",
-        document: "blueprint/src/print.tex",
-    },
-    Source {
-        name: "carleson-paper",
-        bundle: "carleson-paper.bundle",
-        document: "paper/main.tex",
-    },
-    Source {
-        name: "equational-theories-paper",
-        bundle: "equational-theories-paper.bundle",
-        document: "paper/main.tex",
-    },
-    Source {
-        name: "rust-book",
-        bundle: "rust-book.bundle",
-        document: "src",
-    },
-];
+/// The histories a manifest lists (`manifest.toml` in `dir`: one `[[history]]` table each with
+/// `name`, `bundle`, `document` and optionally `branch`), those whose bundle is missing left out
+/// with a warning. `datasets/edit-history/manifest.toml` lists the four bundled histories.
+pub fn manifest(dir: &Path) -> Result<Vec<Source>, HistoryError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Manifest {
+        history: Vec<Source>,
+    }
+    let path = dir.join("manifest.toml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| HistoryError::Manifest(format!("{}: {e}", path.display())))?;
+    let m: Manifest = toml::from_str(&text)
+        .map_err(|e| HistoryError::Manifest(format!("{}: {e}", path.display())))?;
+    Ok(m.history
+        .into_iter()
+        .map(|s| Source {
+            bundle: dir.join(&s.bundle),
+            ..s
+        })
+        .filter(|s| {
+            let found = s.bundle.exists();
+            if !found {
+                tracing::warn!("real edits: {} not found, skipped", s.bundle.display());
+            }
+            found
+        })
+        .collect())
+}
 
 /// A changed range of an old file: `old_lines` lines from `old_start` (1-based) were replaced by
 /// `added` (the new lines); `old_lines == 0` is an insertion after line `old_start`.
@@ -161,22 +175,20 @@ fn git(dir: Option<&Path>, args: &[&str]) -> Result<Vec<u8>, HistoryError> {
 }
 
 impl Repository {
-    /// Clones `bundle` (its `main` branch) into `dir`, which must not exist yet.
-    pub fn clone_bundle(bundle: &Path, dir: &Path) -> Result<Repository, HistoryError> {
+    /// Clones `bundle` (a bundle or a repository; its `branch`, else its HEAD) into `dir`,
+    /// which must not exist yet.
+    pub fn clone_bundle(
+        bundle: &Path,
+        dir: &Path,
+        branch: Option<&str>,
+    ) -> Result<Repository, HistoryError> {
         let (b, d) = (bundle.display().to_string(), dir.display().to_string());
-        git(
-            None,
-            &[
-                "-c",
-                "init.defaultBranch=main",
-                "clone",
-                "-q",
-                "-b",
-                "main",
-                &b,
-                &d,
-            ],
-        )?;
+        let mut args = vec!["-c", "init.defaultBranch=main", "clone", "-q"];
+        if let Some(branch) = branch {
+            args.extend(["-b", branch]);
+        }
+        args.extend([b.as_str(), d.as_str()]);
+        git(None, &args)?;
         Ok(Repository {
             dir: dir.to_path_buf(),
         })
@@ -196,7 +208,7 @@ impl Repository {
                 "--first-parent",
                 "--reverse",
                 "--format=%H %P%x00%B%x00%x01",
-                "main",
+                "HEAD",
             ],
         )?;
         let log = String::from_utf8_lossy(&log);

@@ -63,8 +63,8 @@ pub struct Options {
     pub llm_edits: usize,
     /// Which tracks to run.
     pub track: Tracks,
-    /// The git bundles of the real-edit track.
-    pub edit_history: PathBuf,
+    /// The histories of the real-edit track (see [`crate::history::manifest`]).
+    pub histories: Vec<crate::history::Source>,
     /// Only the newest N commits of each history (default: all; 12 with `quick`).
     pub commits: Option<usize>,
     /// Also score a grid of context rankings on the real-edit track's dev split.
@@ -169,7 +169,7 @@ pub fn run(args: &Options, pipeline: &Pipeline, progress: &dyn Progress) -> Resu
             tune: args.tune,
         };
         let track = real_edits::run(
-            &args.edit_history,
+            &args.histories,
             &out.join("histories"),
             &strategies,
             pipeline,

@@ -1029,6 +1029,41 @@ fn eval_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invaria
     }
     let svg = std::fs::read_to_string(out.join("real-recall-vs-budget.svg")).expect("plot");
     assert!(svg.starts_with("<svg") && svg.contains("LEDGER"));
+    // The same track on one history the user names (here a bundled one, as a repository
+    // folder would be): the same cases and figures as that history's part of the default run.
+    let one = dir.path().join("one");
+    let o = ledger(&[
+        "eval",
+        "--quick",
+        "--track",
+        "real",
+        "--out",
+        one.to_str().expect("utf8"),
+        "--history",
+        history
+            .join("carleson-paper.bundle")
+            .to_str()
+            .expect("utf8"),
+        "--document",
+        "paper/main.tex",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let alone: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(one.join("report.json")).expect("report.json"))
+            .expect("json");
+    let of = |v: &serde_json::Value, key: &str| -> Vec<serde_json::Value> {
+        v["real_edits"][key]
+            .as_array()
+            .expect(key)
+            .iter()
+            .filter(|x| x["source"] == "carleson-paper")
+            .cloned()
+            .collect()
+    };
+    for key in ["cases", "rows", "selection"] {
+        assert!(!of(&alone, key).is_empty(), "{key}");
+        assert_eq!(of(&alone, key), of(&json, key), "{key}");
+    }
     let report = &json["generated"];
     assert!(report["cases"].as_u64().expect("cases") > 100);
     // Every strategy scored every case, and the documents and graphs are there to inspect.

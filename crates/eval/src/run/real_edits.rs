@@ -160,10 +160,10 @@ pub fn tuning_grid(base: Ranking) -> Vec<Ranking> {
     grid
 }
 
-/// Runs the track over the histories in `history_dir` (those of [`history::SOURCES`] found
-/// there), working in `work`.
+/// Runs the track over `sources` (the histories of a manifest, [`history::manifest`], or one a
+/// user names), working in `work`.
 pub fn run(
-    history_dir: &Path,
+    sources: &[history::Source],
     work: &Path,
     strategies: &[Strategy],
     pipeline: &Pipeline,
@@ -178,21 +178,7 @@ pub fn run(
         Vec::new()
     };
     progress.start("real edits", 0);
-    let sources: Vec<history::Source> = history::SOURCES
-        .into_iter()
-        .filter(|source| {
-            let found = history_dir.join(source.bundle).is_file();
-            if !found {
-                tracing::warn!(
-                    "real edits: {} not found, skipped",
-                    history_dir.join(source.bundle).display()
-                );
-            }
-            found
-        })
-        .collect();
     let shared = Shared {
-        history_dir,
         work,
         strategies,
         pipeline,
@@ -266,7 +252,6 @@ struct History {
 
 /// What every history of one run shares.
 struct Shared<'a> {
-    history_dir: &'a Path,
     work: &'a Path,
     strategies: &'a [Strategy],
     pipeline: &'a Pipeline<'a>,
@@ -278,7 +263,6 @@ struct Shared<'a> {
 /// The cases of one history, every strategy and grid mix scored on each.
 fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
     let Shared {
-        history_dir,
         work,
         strategies,
         pipeline,
@@ -291,13 +275,12 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
         ..History::default()
     };
     {
-        let bundle = history_dir.join(source.bundle);
-        let clone = work.join(source.name);
+        let clone = work.join(&source.name);
         if clone.exists() {
             std::fs::remove_dir_all(&clone)
                 .with_context(|| format!("removing {}", clone.display()))?;
         }
-        let repo = Repository::clone_bundle(&bundle, &clone)?;
+        let repo = Repository::clone_bundle(&source.bundle, &clone, source.branch.as_deref())?;
         let mut commits = repo.commits()?;
         if let Some(n) = limits.commits {
             commits = commits.split_off(commits.len().saturating_sub(n));
@@ -310,15 +293,15 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
         };
         let mut previous: Option<Part> = None;
         for commit in &commits {
-            progress.advance(source.name);
+            progress.advance(&source.name);
             if let Some(skip) = history::pre_select(commit) {
                 *selection.skipped.entry(skip.as_str().into()).or_default() += 1;
                 continue;
             }
             let hunks = repo.hunks(commit)?;
             repo.checkout(&commit.parent)?;
-            let path = repo.dir().join(source.document);
-            let Some(parse_source) = document_source(repo.dir(), &path, source.name) else {
+            let path = repo.dir().join(&source.document);
+            let Some(parse_source) = document_source(repo.dir(), &path, &source.name) else {
                 *selection
                     .skipped
                     .entry(Skip::NoDocument.as_str().into())
@@ -452,7 +435,11 @@ fn document_source(root: &Path, path: &Path, name: &str) -> Option<ledger_parse:
             .is_file()
             .then_some(ledger_core::Format::MarkdownBook)?
     } else if path.is_file() {
-        ledger_core::Format::Latex
+        if path.extension().is_some_and(|e| e == "md") {
+            ledger_core::Format::Markdown
+        } else {
+            ledger_core::Format::Latex
+        }
     } else {
         return None;
     };
