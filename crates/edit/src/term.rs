@@ -221,9 +221,12 @@ pub fn rename_term(
                     };
                     // One capitalised word: Title Case in a title-cased line ("Registry Index",
                     // "### Multiple Policies in a Workspace"), else a sentence's first word.
+                    // A heading that is the one word: Title Case when the headings of its level
+                    // in the file are title-cased ("## Workspace" among "## Build Scripts").
                     if casing == Casing::Sentence
                         && found_words.len() == 1
-                        && title_cased_line(text, start, end)
+                        && (title_cased_line(text, start, end)
+                            || sibling_headings_title_cased(text, start))
                     {
                         casing = Casing::Title;
                     }
@@ -422,6 +425,40 @@ fn whole_term(text: &str, start: usize, end: usize) -> bool {
     free(first, before) && free(last, after)
 }
 
+/// Whether `start` is in a Markdown heading (`## …`) whose sibling headings (the same level, in
+/// the same file) are mostly title-cased: counted over those with a word of four letters or more
+/// after their first word.
+fn sibling_headings_title_cased(text: &str, start: usize) -> bool {
+    let line_start = text[..start].rfind('\n').map_or(0, |k| k + 1);
+    let level = |line: &str| {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
+    };
+    let Some(own) = level(&text[line_start..]) else {
+        return false;
+    };
+    let (mut title, mut sentence) = (0, 0);
+    for line in text.lines().filter(|l| level(l) == Some(own)) {
+        let words: Vec<&str> = line[own..]
+            .split_whitespace()
+            .skip(1)
+            .filter(|w| w.chars().count() >= 4 && w.chars().all(char::is_alphabetic))
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        if words
+            .iter()
+            .all(|w| w.chars().next().is_some_and(char::is_uppercase))
+        {
+            title += 1;
+        } else {
+            sentence += 1;
+        }
+    }
+    title > sentence
+}
+
 /// Whether the line around `start..end` is title-cased: the next word is capitalised, or every
 /// other word of four letters or more is.
 fn title_cased_line(text: &str, start: usize, end: usize) -> bool {
@@ -466,6 +503,15 @@ mod tests {
         assert!(title_cased_line(t, at, at + 8));
         let t = "Workspace members share one lockfile.";
         assert!(!title_cased_line(t, 0, 9));
+        // A one-word heading among title-cased siblings, and among sentence-cased ones.
+        let t =
+            "# Guide\n\n## Build Scripts Explained\n\n## Workspace\n\n## Publishing Your Crates\n";
+        let at = t.find("Workspace").expect("found");
+        assert!(sibling_headings_title_cased(t, at));
+        let t = "# Glossary\n\n## Feature flags\n\n## Workspace\n\n## Package registry\n";
+        let at = t.find("Workspace").expect("found");
+        assert!(!sibling_headings_title_cased(t, at));
+        assert!(!sibling_headings_title_cased("Some Workspace Text", 5));
     }
 
     #[test]

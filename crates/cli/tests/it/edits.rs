@@ -233,6 +233,22 @@ fn articles_follow_the_renamed_term() {
     let o = ledger(&["rename-term", "index", "SQL store", p, "--dry-run"]);
     let err = stderr(&o);
     assert!(err.contains("left `index` (article not certain)"), "{err}");
+    // A one-word heading takes the case of its sibling headings.
+    let titled = dir.path().join("titled.md");
+    std::fs::write(
+        &titled,
+        "# Book\n\n## Build Scripts Explained\n\n## Registry\n\nText.\n\n## Publishing Your Crates\n",
+    )
+    .expect("write");
+    let o = ledger(&[
+        "rename-term",
+        "registry",
+        "crate store",
+        titled.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&titled).expect("read");
+    assert!(text.contains("\n## Crate Store {#registry}\n"), "{text}");
 }
 
 /// `ledger undo` finds the edit's records from a folder above or below the one edited, prints
