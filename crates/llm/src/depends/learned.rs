@@ -823,20 +823,6 @@ impl LearnedJudge {
         LearnedJudge::new(Model::shipped(), None)
     }
 
-    /// The probability that head `unit` depends on each candidate.
-    pub fn probabilities(
-        &self,
-        ctx: &DocContext,
-        s: &Signals,
-        unit: usize,
-        candidates: &[usize],
-    ) -> Vec<f64> {
-        features(ctx, s, unit, candidates)
-            .iter()
-            .map(|x| self.model.probability(x))
-            .collect()
-    }
-
     /// The verdicts on `unit`'s candidates: each with its probability, and the features that
     /// speak for it as elements.
     fn verdicts(
