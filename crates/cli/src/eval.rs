@@ -151,16 +151,12 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
         llm_edits: args.llm_edits,
         track: args.track,
         histories: match (args.history, args.document) {
-            (Some(bundle), Some(document)) => vec![ledger_eval::history::Source {
-                name: bundle
-                    .file_stem()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "history".into()),
-                bundle: std::path::absolute(&bundle)
-                    .with_context(|| format!("reading {}", bundle.display()))?,
-                document,
-                branch: None,
-            }],
+            (Some(repository), Some(document)) => {
+                vec![ledger_eval::history::Source::of_repository(
+                    &repository,
+                    &document,
+                )?]
+            }
             _ if args.track == Tracks::Generated => Vec::new(),
             _ => ledger_eval::history::manifest(&args.edit_history)?,
         },

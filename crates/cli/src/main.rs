@@ -160,18 +160,8 @@ enum Command {
         old: String,
         /// The new term.
         new: String,
-        /// Other regions to rename in too: code, math, urls (comma-separated).
-        #[arg(long, value_delimiter = ',', value_parser = parse_region)]
-        include: Vec<RegionKind>,
-        /// A renamed Markdown heading gets a new anchor; by default it keeps its old one too
-        /// (`{#old}` added, so links from outside still land). With this, only the links in
-        /// PATH... follow the new anchor.
-        #[arg(long)]
-        no_keep_anchors: bool,
-        /// Write the rename even where it puts a word beside the same word ("package index
-        /// index"); by default verification refuses it, naming each place.
-        #[arg(long)]
-        allow_repeats: bool,
+        #[command(flatten)]
+        term: TermArgs,
         #[command(flatten)]
         edit: EditArgs,
     },
@@ -187,15 +177,8 @@ with terms.toml:
     RenameTerms {
         /// The terminology file.
         terms: PathBuf,
-        /// Other regions to rename in too: code, math, urls (comma-separated).
-        #[arg(long, value_delimiter = ',', value_parser = parse_region)]
-        include: Vec<RegionKind>,
-        /// As for rename-term.
-        #[arg(long)]
-        no_keep_anchors: bool,
-        /// As for rename-term.
-        #[arg(long)]
-        allow_repeats: bool,
+        #[command(flatten)]
+        term: TermArgs,
         #[command(flatten)]
         edit: EditArgs,
     },
@@ -410,6 +393,33 @@ struct EditArgs {
     /// (file, line, column, old, new, the line before and after) for review tools.
     #[arg(long, default_value = "diff", value_parser = ["diff", "json"])]
     format: String,
+}
+
+/// How terms are renamed, shared by `rename-term` and `rename-terms`.
+#[derive(clap::Args)]
+struct TermArgs {
+    /// Other regions to rename in too: code, math, urls (comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = parse_region)]
+    include: Vec<RegionKind>,
+    /// A renamed Markdown heading gets a new anchor; by default it keeps its old one too
+    /// (`{#old}` added, so links from outside still land). With this, only the links in
+    /// PATH... follow the new anchor.
+    #[arg(long)]
+    no_keep_anchors: bool,
+    /// Write the rename even where it puts a word beside the same word ("package index
+    /// index"); by default verification refuses it, naming each place.
+    #[arg(long)]
+    allow_repeats: bool,
+}
+
+impl TermArgs {
+    fn options(self) -> edit::TermOptions {
+        edit::TermOptions {
+            include: self.include,
+            keep_anchors: !self.no_keep_anchors,
+            allow_repeats: self.allow_repeats,
+        }
+    }
 }
 
 /// Settings of the document stage, shared by `index` and `coordinator`.
@@ -665,34 +675,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::RenameTerm {
             old,
             new,
-            include,
-            no_keep_anchors,
-            allow_repeats,
+            term,
             edit,
         } => {
-            let options = edit::TermOptions {
-                include,
-                keep_anchors: !no_keep_anchors,
-                allow_repeats,
-            };
             let name = format!("rename-term `{old}` -> `{new}`");
-            edit::rename_terms(&[(old, new)], &name, &options, &edit, &config)
+            edit::rename_terms(&[(old, new)], &name, &term.options(), &edit, &config)
         }
-        Command::RenameTerms {
-            terms,
-            include,
-            no_keep_anchors,
-            allow_repeats,
-            edit,
-        } => {
-            let options = edit::TermOptions {
-                include,
-                keep_anchors: !no_keep_anchors,
-                allow_repeats,
-            };
+        Command::RenameTerms { terms, term, edit } => {
             let list = edit::read_terms(&terms)?;
             let name = format!("rename-terms {} ({} terms)", terms.display(), list.len());
-            edit::rename_terms(&list, &name, &options, &edit, &config)
+            edit::rename_terms(&list, &name, &term.options(), &edit, &config)
         }
         Command::Insert {
             before,

@@ -647,23 +647,25 @@ fn repeat_findings(
     taken: &[Replacement],
     edits: &[Replacement],
 ) -> Vec<Finding> {
+    // Where each replacement landed in the edited text: the file's edits map its offsets.
+    let mut maps: BTreeMap<&Path, crate::verify::OffsetMap> = BTreeMap::new();
+    for e in edits {
+        maps.entry(e.path.as_path())
+            .or_insert_with(|| crate::verify::OffsetMap { edits: Vec::new() })
+            .edits
+            .push(e);
+    }
     let mut out = Vec::new();
     for r in taken {
         let (Some(old), Some(new)) = (sources.texts.get(&r.path), texts.get(&r.path)) else {
             continue;
         };
-        // Where the replacement landed: its start moved by every earlier edit of the file.
-        let shift: isize = edits
-            .iter()
-            .filter(|e| e.path == r.path && e.end <= r.start && e != &r)
-            .map(|e| e.text.len() as isize - (e.end - e.start) as isize)
-            .sum();
-        let start = (r.start as isize + shift) as usize;
-        let range = (start, start + r.text.len());
-        if new.get(range.0..range.1) != Some(r.text.as_str()) {
+        let Some(crate::verify::Mapped::Within(start, end)) =
+            maps.get(r.path.as_path()).map(|m| m.map(r.start))
+        else {
             continue;
-        }
-        for (at, before, after) in crate::term::repeats(old, new, (r.start, r.end), range) {
+        };
+        for (at, before, after) in crate::term::repeats(old, new, (r.start, r.end), (start, end)) {
             out.push(Finding {
                 kind: FindingKind::Repeat,
                 location: format!("{}:{}", r.path.display(), line_of(new, at)),

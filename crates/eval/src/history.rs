@@ -32,6 +32,14 @@ pub enum HistoryError {
     /// The manifest of histories could not be read.
     #[error("manifest of histories: {0}")]
     Manifest(String),
+    /// A repository's path could not be made absolute.
+    #[error("{}: {source}", path.display())]
+    Path {
+        /// The path as named.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// One edit history: a repository (a git bundle, or any git folder) and the document inside it.
@@ -48,6 +56,25 @@ pub struct Source {
     /// The branch whose first-parent history is walked (`None`: the repository's own HEAD).
     #[serde(default)]
     pub branch: Option<String>,
+}
+
+impl Source {
+    /// The history of a repository (or bundle) a user names, walked from its HEAD, and the
+    /// document in it; named after the repository.
+    pub fn of_repository(repository: &Path, document: &str) -> Result<Source, HistoryError> {
+        let bundle = std::path::absolute(repository).map_err(|source| HistoryError::Path {
+            path: repository.to_path_buf(),
+            source,
+        })?;
+        Ok(Source {
+            name: bundle
+                .file_stem()
+                .map_or_else(|| "history".into(), |n| n.to_string_lossy().into_owned()),
+            bundle,
+            document: document.to_string(),
+            branch: None,
+        })
+    }
 }
 
 /// The histories a manifest lists (`manifest.toml` in `dir`: one `[[history]]` table each with

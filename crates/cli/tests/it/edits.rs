@@ -36,11 +36,18 @@ fn verify_summary(p: &str) -> String {
     stderr(&o).lines().last().unwrap_or_default().to_string()
 }
 
-#[test]
-fn rename_term_across_the_cargo_book_keeps_every_link_and_undo_restores() {
+/// A copy of the cargo book's sources: the folder holding it (removed when dropped) and the
+/// book.
+fn cargo_book() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let book = dir.path().join("src");
     copy_dir(&corpora().join("cargo-book/doc/book/src"), &book);
+    (dir, book)
+}
+
+#[test]
+fn rename_term_across_the_cargo_book_keeps_every_link_and_undo_restores() {
+    let (_dir, book) = cargo_book();
     let p = book.to_str().expect("utf8");
     let original = snapshot(&book);
     let before = verify_summary(p);
@@ -105,9 +112,7 @@ fn rename_term_across_the_cargo_book_keeps_every_link_and_undo_restores() {
 /// terminology file renames the longer terms first and reads right.
 #[test]
 fn rename_terms_from_a_terminology_file_reads_right_where_one_term_repeats_words() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let book = dir.path().join("src");
-    copy_dir(&corpora().join("cargo-book/doc/book/src"), &book);
+    let (dir, book) = cargo_book();
     let p = book.to_str().expect("utf8");
     let original = snapshot(&book);
     let before = verify_summary(p);
@@ -266,15 +271,7 @@ fn undo_finds_the_records_from_above_and_below_and_leaves_no_empty_folder() {
     std::fs::write(docs.join("sub/more.md"), "# More\n\nA registry again.\n").expect("write");
     let original = snapshot(&docs);
     let undo_folder = docs.join(".ledger-undo");
-    let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_ledger"))
-            .args(args)
-            .current_dir(dir.path())
-            .env_remove("LEDGER_CONFIG")
-            .env("LEDGER_EMBED_EMBEDDER", "hash")
-            .output()
-            .expect("ledger runs")
-    };
+    let run = |args: &[&str]| super::ledger_in(dir.path(), args);
     for from in ["proj", "proj/docs/sub"] {
         let o = run(&["rename-term", "registry", "index", "proj/docs"]);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -574,9 +571,7 @@ fn an_llm_edit_is_verified_repaired_once_and_written_only_when_it_holds() {
 
 #[test]
 fn relabelling_a_markdown_anchor_updates_links_from_other_files() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let book = dir.path().join("src");
-    copy_dir(&corpora().join("cargo-book/doc/book/src"), &book);
+    let (_dir, book) = cargo_book();
     let p = book.to_str().expect("utf8");
     let before = verify_summary(p);
     // A generated heading slug, linked from other files (inline and reference-style links).

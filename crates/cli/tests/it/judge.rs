@@ -342,8 +342,8 @@ fn eval_depends_scores_the_llm_judge_on_a_blueprint() {
     let server = server::FakeServer::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let datasets = dir.path().join("datasets");
-    super::copy_dir::copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/blueprints/LeanAPAP"),
+    super::copy_dir(
+        &super::root().join("datasets/blueprints/LeanAPAP"),
         &datasets.join("blueprints/LeanAPAP"),
     );
     let out = dir.path().join("report");

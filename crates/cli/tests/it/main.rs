@@ -20,8 +20,14 @@ use std::process::{Command, Output};
 /// Runs `ledger`. Tests use the offline hashing embedder unless they name one with `--embedder`
 /// (MiniLM, the default when installed, has its own test).
 fn ledger(args: &[&str]) -> Output {
+    ledger_in(Path::new("."), args)
+}
+
+/// [`ledger`] in the working folder `cwd`.
+fn ledger_in(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ledger"))
         .args(args)
+        .current_dir(cwd)
         .env_remove("LEDGER_CONFIG")
         .env("LEDGER_EMBED_EMBEDDER", "hash")
         .output()
@@ -758,19 +764,17 @@ fn doc_is_named_as_the_user_names_it() {
     let g = graph.to_str().expect("utf8");
     let paper = dir.path().join("datasets/paper-carleson-lean");
     let impact = |cwd: &Path, doc: &str| {
-        Command::new(env!("CARGO_BIN_EXE_ledger"))
-            .args([
+        ledger_in(
+            cwd,
+            &[
                 "impact",
                 "--graph",
                 g,
                 "metric-space-Carleson",
                 "--doc",
                 doc,
-            ])
-            .current_dir(cwd)
-            .env_remove("LEDGER_CONFIG")
-            .output()
-            .expect("ledger runs")
+            ],
+        )
     };
     let by_id = impact(&root(), "datasets/paper-carleson-lean/main.tex");
     let expected = stdout(&by_id);

@@ -348,29 +348,20 @@ impl Signals {
         for (g, m) in members.iter_mut().enumerate() {
             m.sort_by_key(|&k| (k != g, k));
         }
-        let texts: Vec<Vec<String>> = doc
+        // Each judgeable unit's words and its math's notation, from what the judge sees of it.
+        let (texts, atoms): (Vec<Vec<String>>, Vec<Vec<String>>) = doc
             .units
             .iter()
             .map(|u| {
                 if judgeable(u) {
-                    tokens(&judge_text(&u.text))
+                    let seen = judge_text(&u.text);
+                    (tokens(&seen), math_atoms(&seen))
                 } else {
-                    Vec::new()
+                    (Vec::new(), Vec::new())
                 }
             })
-            .collect();
+            .unzip();
         let (tfidf, group_tfidf) = tfidf_vectors(&texts, &members);
-        let atoms: Vec<Vec<String>> = doc
-            .units
-            .iter()
-            .map(|u| {
-                if judgeable(u) {
-                    math_atoms(&judge_text(&u.text))
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
         let (math, group_math) = tfidf_vectors(&atoms, &members);
         let words = (0..n)
             .map(|i| {
