@@ -176,7 +176,10 @@ pub fn worker(
         .build()
         .context("starting the async runtime")?;
     let jobs = runtime.block_on(distributed::run_worker(&options, shutdown_signal()))?;
-    eprintln!("worker: {jobs} jobs done; exiting");
+    eprintln!(
+        "worker: {} done; exiting",
+        ledger_pipeline::counted(usize::try_from(jobs).unwrap_or(usize::MAX), "job")
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -3,10 +3,15 @@
 //! runs the same corpus stage and commit.
 
 use crate::corpus::CorpusInput;
-use crate::index::{CommitReport, IndexJob, Previous, corpus_key, discover_inputs, thread_pool};
-use crate::stage::{Part, Settings, Stage, part_key};
+use crate::index::{
+    CommitReport, IndexJob, IndexReport, Previous, corpus_key, counted, discover_inputs,
+    thread_pool,
+};
+use crate::stage::{DocReport, Part, Settings, Stage, part_key};
 use crate::{Error, Progress, Result, io};
-use ledger_queue::{Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, dead_queue};
+use ledger_queue::{
+    Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, StageCounts, dead_queue,
+};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -156,7 +161,7 @@ async fn handle(
         )))
     };
     match outcome {
-        Ok(usage) => {
+        Ok((usage, stage)) => {
             let event = Event::Done {
                 run: job.run.clone(),
                 doc_id: job.doc_id.clone(),
@@ -165,6 +170,7 @@ async fn handle(
                 llm_requests: usage.requests,
                 llm_prompt_tokens: usage.prompt_tokens,
                 llm_completion_tokens: usage.completion_tokens,
+                stage,
             };
             broker.publish(&job.events, &event).await?;
             tracing::info!(
@@ -265,7 +271,7 @@ fn run_job(
     job: &DocumentJob,
     stage: &Stage,
     roots: &[String],
-) -> Result<ledger_llm::UsageSnapshot> {
+) -> Result<(ledger_llm::UsageSnapshot, StageCounts)> {
     if stage.fingerprint() != job.fingerprint {
         return Err(Error::Refused(format!(
             "this worker's pipeline differs from the coordinator's (fingerprint {} vs {}): check that both run the same ledger version with the same settings and models",
@@ -304,7 +310,7 @@ fn run_job(
     }
     let parts = ledger_store::PartStore::open(&job.parts)
         .map_err(crate::store(|| format!("opening part store {}", job.parts)))?;
-    crate::index::process_document(
+    let staged = crate::index::process_document(
         stage,
         &parts,
         doc,
@@ -315,13 +321,14 @@ fn run_job(
         .chat()
         .map(|c| c.usage().snapshot())
         .unwrap_or_default();
-    Ok(ledger_llm::UsageSnapshot {
+    let usage = ledger_llm::UsageSnapshot {
         requests: after.requests - before.requests,
         retries: after.retries - before.retries,
         failures: after.failures - before.failures,
         prompt_tokens: after.prompt_tokens - before.prompt_tokens,
         completion_tokens: after.completion_tokens - before.completion_tokens,
-    })
+    };
+    Ok((usage, staged.report.into()))
 }
 
 /// Settings of `ledger coordinator`.
@@ -358,27 +365,28 @@ pub struct CoordinatorReport {
     pub reused: usize,
     /// Documents that ended in the dead-letter queue, with their errors.
     pub dead: Vec<(String, String)>,
-    /// The graph version committed.
-    pub commit: Option<CommitReport>,
+    /// The graph committed, reported as `ledger index` reports it (the document stage's
+    /// figures summed from the workers' events).
+    pub index: Option<IndexReport>,
 }
 
 impl CoordinatorReport {
     /// What failed in the graph committed, if anything did (see [`CommitReport::partial`]).
     pub fn partial(&self) -> Option<String> {
-        self.commit.as_ref().and_then(CommitReport::partial)
+        self.index.as_ref().and_then(IndexReport::partial)
     }
 }
 
 impl std::fmt::Display for CoordinatorReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(c) = &self.commit {
-            write!(f, "{c}")?;
+        if let Some(index) = &self.index {
+            write!(f, "{index}")?;
         }
         writeln!(
             f,
-            "coordinator: {} jobs published, {} documents unchanged, {} dead",
-            self.published,
-            self.reused,
+            "coordinator: {} published, {} unchanged, {} dead",
+            counted(self.published, "job"),
+            counted(self.reused, "document"),
             self.dead.len()
         )?;
         for (doc, error) in &self.dead {
@@ -428,7 +436,8 @@ pub fn coordinator(
     // (without token counts, which the key does not depend on; the workers parse it again).
     let pool = thread_pool(options.settings.index.jobs)?;
     progress.start("scanning", sources.len() as u64);
-    let scanned: Vec<(String, bool)> = pool.install(|| {
+    // The report of a complete part: what a reused document contributes to the summary.
+    let scanned: Vec<(String, Option<DocReport>)> = pool.install(|| {
         sources
             .par_iter()
             .map(|source| {
@@ -438,8 +447,12 @@ pub fn coordinator(
                         let doc = ledger_parse::parse(source, None);
                         part_key(&doc.id, &doc.content_hash, stage.fingerprint())
                     });
-                let complete =
-                    parts.has(&key) && Part::read(&parts, &key).is_ok_and(|p| p.complete());
+                let complete = parts
+                    .has(&key)
+                    .then(|| Part::read(&parts, &key).ok())
+                    .flatten()
+                    .filter(Part::complete)
+                    .map(|p| DocReport::reused(&p));
                 progress.advance(&source.id);
                 (key, complete)
             })
@@ -450,9 +463,11 @@ pub fn coordinator(
     let mut reused = std::collections::HashSet::new();
     let mut jobs = Vec::new();
     let mut report = CoordinatorReport::default();
+    let mut stage_report = DocReport::default();
     for (source, (key, complete)) in sources.iter().zip(scanned) {
         keys.insert(source.id.clone(), key.clone());
-        if complete {
+        if let Some(done) = complete {
+            stage_report.add(&done);
             report.reused += 1;
             reused.insert(source.id.clone());
             continue;
@@ -474,7 +489,11 @@ pub fn coordinator(
         });
     }
     report.published = jobs.len();
-    let usage = runtime()?.block_on(follow(options, &events, &run, jobs, &mut report, progress))?;
+    let (usage, worked) =
+        runtime()?.block_on(follow(options, &events, &run, jobs, &mut report, progress))?;
+    stage_report.add(&worked);
+    let stage_seconds = start.elapsed().as_secs_f64();
+    let corpus_start = Instant::now();
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
     keys.retain(|doc, _| !dead.contains(doc.as_str()));
@@ -487,9 +506,10 @@ pub fn coordinator(
         parts: &parts,
         command: &options.command,
     };
-    report.commit = Some(
+    let (commit, related_edges, embeddings) =
         if let Some(version) = previous.current_if(report.published == 0, &key) {
-            CommitReport::unchanged(&out, version)
+            let embeddings = stage_report.semantic.vectors_reused;
+            (CommitReport::unchanged(&out, version), None, embeddings)
         } else {
             let input = CorpusInput {
                 related,
@@ -499,15 +519,33 @@ pub fn coordinator(
                 corpus_key: &key,
                 reused: &reused,
             };
-            crate::corpus::write(&job, &input, usage, started_at, start)?.commit
-        },
-    );
+            let written = crate::corpus::write(&job, &input, usage, started_at, start)?;
+            let edges = (related.enabled && names.is_some()).then_some(written.related_edges);
+            (written.commit, edges, written.embeddings)
+        };
     drop(lock);
+    let (model, summarizer) = names.map(|n| (n.0, n.2)).unwrap_or_default();
+    report.index = Some(IndexReport {
+        commit,
+        documents: keys.len(),
+        document_errors: Vec::new(),
+        stage: stage_report,
+        parsed: report.published - report.dead.len(),
+        judge: stage
+            .judge()
+            .map(|j| (j.name().to_string(), options.settings.depends.window)),
+        related: related.enabled.then(|| related.clone()),
+        related_edges,
+        embeddings: (embeddings, model, summarizer),
+        stage_seconds,
+        corpus_seconds: corpus_start.elapsed().as_secs_f64(),
+        parts: keys,
+    });
     Ok(report)
 }
 
 /// Publishes the jobs and follows the run's events until every job is done or dead; returns
-/// the chat usage the workers reported. Reconnects when the broker restarts (the events queue
+/// the chat usage the workers reported and the sum of their documents' stage reports. Reconnects when the broker restarts (the events queue
 /// is durable, so nothing reported is lost).
 async fn follow(
     options: &CoordinatorOptions,
@@ -516,9 +554,10 @@ async fn follow(
     jobs: Vec<DocumentJob>,
     report: &mut CoordinatorReport,
     progress: &dyn Progress,
-) -> Result<ledger_llm::UsageSnapshot> {
+) -> Result<(ledger_llm::UsageSnapshot, DocReport)> {
     let mut pending: HashMap<String, ()> = jobs.iter().map(|j| (j.doc_id.clone(), ())).collect();
     let mut usage = ledger_llm::UsageSnapshot::default();
+    let mut stage = DocReport::default();
     if !jobs.is_empty() {
         progress.start("documents", jobs.len() as u64);
     }
@@ -562,11 +601,14 @@ async fn follow(
                     llm_requests,
                     llm_prompt_tokens,
                     llm_completion_tokens,
+                    stage: counts,
                     run: r,
                     ..
                 }) if r == run => {
+                    // A redelivered job's second report is not counted twice.
                     if pending.remove(&doc_id).is_some() {
                         progress.advance(&doc_id);
+                        stage.add(&counts.into());
                     }
                     usage.requests += llm_requests;
                     usage.prompt_tokens += llm_prompt_tokens;
@@ -609,7 +651,7 @@ async fn follow(
     }
     progress.finish();
     report.dead.sort();
-    Ok(usage)
+    Ok((usage, stage))
 }
 
 #[cfg(test)]

@@ -410,6 +410,7 @@ impl fmt::Display for CommitReport {
 }
 
 /// What `ledger index` did.
+#[derive(Debug)]
 pub struct IndexReport {
     /// The graph version written (or found current).
     pub commit: CommitReport,
@@ -828,14 +829,10 @@ impl fmt::Display for CorpusSummary {
             } else {
                 self.diagnostics
                     .iter()
-                    .map(|(k, n)| {
-                        // "2 warnings", "1 error", "3 info" (a mass noun).
-                        let s = if *n == 1 || *k == Severity::Info {
-                            ""
-                        } else {
-                            "s"
-                        };
-                        format!("{n} {}{s}", k.as_str())
+                    .map(|(k, n)| match k {
+                        // "info" is a mass noun: "3 info".
+                        Severity::Info => format!("{n} info"),
+                        _ => counted(*n, k.as_str()),
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -851,6 +848,11 @@ impl fmt::Display for CorpusSummary {
         }
         Ok(())
     }
+}
+
+/// `n` and `noun`, singular or plural as `n` asks ("1 warning", "712 warnings").
+pub fn counted(n: usize, noun: &str) -> String {
+    pluralizer::pluralize(noun, isize::try_from(n).unwrap_or(isize::MAX), true)
 }
 
 /// The judge, embedder and summarizer a graph was built with (`None`: that layer was off), so

@@ -17,7 +17,7 @@ pub mod stage;
 pub mod verify;
 
 pub use config::{Config, EmbedderKind, JudgeKind, RelatedScope, SqlFormat, SummarizerKind};
-pub use index::{Corpus, CorpusSummary, IndexJob, IndexReport};
+pub use index::{Corpus, CorpusSummary, IndexJob, IndexReport, counted};
 pub use llm_edit::LlmEdit;
 pub use stage::{DocReport, Part, Settings, Stage, assemble, part_key};
 

@@ -164,6 +164,49 @@ impl DocReport {
     }
 }
 
+impl From<DocReport> for ledger_queue::StageCounts {
+    fn from(r: DocReport) -> Self {
+        let (d, s) = (r.depends, r.semantic);
+        ledger_queue::StageCounts {
+            judgments: d.units,
+            judgments_reused: d.reused,
+            judgments_failed: d.failed,
+            judge_requests: d.requests,
+            judge_prompt_tokens: d.prompt_tokens,
+            judge_completion_tokens: d.completion_tokens,
+            depends_edges: d.edges,
+            summaries_reused: s.summaries_reused,
+            summaries_written: s.summaries_written,
+            summary_failures: s.summary_failures,
+            vectors_reused: s.vectors_reused,
+            vectors_computed: s.vectors_computed,
+        }
+    }
+}
+
+impl From<ledger_queue::StageCounts> for DocReport {
+    fn from(c: ledger_queue::StageCounts) -> Self {
+        DocReport {
+            depends: Report {
+                units: c.judgments,
+                reused: c.judgments_reused,
+                failed: c.judgments_failed,
+                requests: c.judge_requests,
+                prompt_tokens: c.judge_prompt_tokens,
+                completion_tokens: c.judge_completion_tokens,
+                edges: c.depends_edges,
+            },
+            semantic: Stats {
+                summaries_reused: c.summaries_reused,
+                summaries_written: c.summaries_written,
+                summary_failures: c.summary_failures,
+                vectors_reused: c.vectors_reused,
+                vectors_computed: c.vectors_computed,
+            },
+        }
+    }
+}
+
 /// The document stage, built once per process from the settings.
 pub struct Stage {
     settings: Settings,

@@ -87,6 +87,9 @@ pub enum Event {
         llm_prompt_tokens: u64,
         /// Their completion tokens.
         llm_completion_tokens: u64,
+        /// What the document stage did (absent from an older worker's event: zeros).
+        #[serde(default)]
+        stage: StageCounts,
     },
     /// The attempt failed; `dead` when it was the last one.
     Failed {
@@ -101,6 +104,37 @@ pub enum Event {
         /// Whether the job went to the dead-letter queue.
         dead: bool,
     },
+}
+
+/// What a job's document stage did, summed by the coordinator into the lines `ledger index`
+/// prints (`depends:`, `cache:`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StageCounts {
+    /// Units judged for DEPENDS (one judgment each).
+    pub judgments: usize,
+    /// Judgments reused from the previous part.
+    pub judgments_reused: usize,
+    /// Judgments that failed.
+    pub judgments_failed: usize,
+    /// The judge's requests.
+    pub judge_requests: u64,
+    /// Their prompt tokens.
+    pub judge_prompt_tokens: u64,
+    /// Their completion tokens.
+    pub judge_completion_tokens: u64,
+    /// DEPENDS edges the judge found.
+    pub depends_edges: usize,
+    /// Summaries reused.
+    pub summaries_reused: usize,
+    /// Summaries written.
+    pub summaries_written: usize,
+    /// Summaries that failed.
+    pub summary_failures: usize,
+    /// Vectors reused.
+    pub vectors_reused: usize,
+    /// Vectors computed.
+    pub vectors_computed: usize,
 }
 
 /// A job that failed for good, as stored in the [`dead_queue`].

@@ -280,7 +280,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = corpus(dir.path());
     let embedded = dir.path().join("embedded");
-    env.index(&input, &embedded);
+    let indexed = stdout(&env.index(&input, &embedded));
     let judged = llm.hits();
     assert!(judged > 100, "{judged} LLM requests");
     for workers in [1, 3] {
@@ -295,6 +295,23 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
         );
         assert_eq!(llm.hits() - before, judged, "one request per judged unit");
         assert_same_graph(&embedded, &out);
+        // The coordinator reports what `ledger index` reports, with the same figures.
+        for label in [
+            "documents:",
+            "units:",
+            "edges:",
+            "mentions:",
+            "depends:",
+            "related:",
+        ] {
+            let line = |text: &str| {
+                let found = text.lines().find(|l| l.starts_with(label));
+                found.map(str::to_string)
+            };
+            assert!(line(&indexed).is_some(), "{label} missing from\n{indexed}");
+            assert_eq!(line(&stdout(&o)), line(&indexed), "{label}");
+        }
+        assert!(stdout(&o).contains("\ncache: "), "{}", stdout(&o));
     }
 
     // A rerun over the unchanged corpus publishes nothing and sends nothing (no worker needed).
@@ -321,7 +338,7 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
     let o = env.run(&input, &out, &[], 1);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        stdout(&o).contains("1 jobs published, 6 documents unchanged"),
+        stdout(&o).contains("1 job published, 6 documents unchanged"),
         "{}",
         stdout(&o)
     );

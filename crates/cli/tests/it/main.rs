@@ -1678,3 +1678,26 @@ fn progress_off_a_terminal_is_a_periodic_line_and_q_and_v_set_how_much_is_said()
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A newcomer who runs the README's first command has no `ledger` on PATH: the README says how
+/// to install the binary this crate builds before its first example calls `ledger`.
+#[test]
+fn the_readme_says_how_to_install_ledger_before_using_it() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let install = "cargo install --path crates/cli --locked";
+    let installed_at = readme
+        .find(install)
+        .expect("the README names the install command");
+    let first_use = readme
+        .find("\n$ ledger ")
+        .expect("the README has console examples");
+    assert!(
+        installed_at < first_use,
+        "install is said after the first example"
+    );
+    let manifest = std::fs::read_to_string(root().join("crates/cli/Cargo.toml")).expect("manifest");
+    assert!(
+        manifest.contains("[[bin]]\nname = \"ledger\""),
+        "crates/cli builds the `ledger` binary"
+    );
+}
