@@ -3,7 +3,8 @@
 //! `distributed`: documents/s of the embedded mode and of 1, 2, 4 workers;
 //! `context`: the time of a context query on a graph, against the baselines';
 //! `pathological`: how the time of inputs that once took quadratic time grows with their size;
-//! `scale`: time and peak memory against corpus size (`bench_scale.rs`).
+//! `scale`: time and peak memory against corpus size, embedded and distributed, cold, unchanged
+//! and after one document changed.
 
 use crate::output::{out, outln};
 use anyhow::{Context, Result, bail};
@@ -11,7 +12,7 @@ use clap::Subcommand;
 use ledger_pipeline::config::Config;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which benchmark to run.
 #[derive(Subcommand)]
@@ -116,7 +117,7 @@ pub fn run(which: Which, config: &Config) -> Result<()> {
             out,
             sizes,
             workers,
-        } => crate::bench_scale::scale(&paths, &out, &sizes, &workers),
+        } => scale(&paths, &out, &sizes, &workers),
     }
 }
 
@@ -339,9 +340,9 @@ fn context(
 /// `ledger bench pathological`.
 fn pathological(scale: f64, config: &Config) -> Result<()> {
     use ledger_parse::throughput::Pathological;
-    let args = crate::PipelineArgs {
+    let args = crate::args::PipelineArgs {
         no_progress: true,
-        ..crate::PipelineArgs::default()
+        ..crate::args::PipelineArgs::default()
     };
     let settings = args.apply(config);
     let stage = ledger_pipeline::Stage::new(settings)?;
@@ -378,6 +379,257 @@ fn pathological(scale: f64, config: &Config) -> Result<()> {
             bytes as f64 / 1e6,
             full / small.max(1e-9)
         );
+    }
+    Ok(())
+}
+
+/// One measured run.
+struct Measured {
+    seconds: f64,
+    /// Peak resident memory of the largest process of the run, in bytes.
+    peak: u64,
+}
+
+/// The peak resident memory (`VmHWM`) of a running process, in bytes.
+fn high_water(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Waits for `main`, polling its and `others`' peak memory (the run's peak is the largest
+/// process's), then stops `others` (workers, idle once the coordinator is done). Fails when `main`
+/// fails.
+fn watch(mut main: Child, mut others: Vec<Child>) -> Result<Measured> {
+    let start = Instant::now();
+    let mut peak = 0;
+    let status = loop {
+        for pid in std::iter::once(main.id()).chain(others.iter().map(Child::id)) {
+            peak = peak.max(high_water(pid).unwrap_or(0));
+        }
+        match main.try_wait() {
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            done => break done,
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    // The run is over (or failed): the workers are idle; stop them.
+    for w in &mut others {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    let status = status?.context("ledger exited")?;
+    if !status.success() {
+        bail!("ledger failed: {status}");
+    }
+    Ok(Measured { seconds, peak })
+}
+
+/// Copies of `paths` under `corpus` until they hold `target` bytes of documents; each `.tex` and
+/// `.md` file gets a comment with its copy number, so no two documents are byte-identical.
+/// Returns the bytes of `.tex` and `.md` files. A corpus already there is reused.
+fn generate(paths: &[PathBuf], corpus: &Path, target: u64) -> Result<u64> {
+    let done = corpus.join(".ledger-bench-bytes");
+    if let Ok(bytes) = std::fs::read_to_string(&done)
+        && let Ok(bytes) = bytes.trim().parse()
+    {
+        return Ok(bytes);
+    }
+    if corpus.exists() {
+        std::fs::remove_dir_all(corpus)?;
+    }
+    let files: Vec<(PathBuf, PathBuf)> = paths
+        .iter()
+        .flat_map(|root| {
+            let name = root.file_name().map(PathBuf::from).unwrap_or_default();
+            walkdir::WalkDir::new(root)
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_file())
+                .map(move |e| {
+                    let rel = e
+                        .path()
+                        .strip_prefix(root)
+                        .unwrap_or(e.path())
+                        .to_path_buf();
+                    (e.into_path(), name.join(rel))
+                })
+        })
+        .collect();
+    let mut bytes = 0u64;
+    let mut copy = 0;
+    while bytes < target {
+        copy += 1;
+        let before = bytes;
+        for (from, rel) in &files {
+            let to = corpus.join(format!("copy-{copy}")).join(rel);
+            if let Some(dir) = to.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mark = match from.extension().and_then(|e| e.to_str()) {
+                Some("tex") => Some(format!("\n% copy {copy}\n")),
+                Some("md") => Some(format!("\n<!-- copy {copy} -->\n")),
+                _ => None,
+            };
+            match mark {
+                Some(mark) => {
+                    let mut text = std::fs::read(from)?;
+                    text.extend_from_slice(mark.as_bytes());
+                    bytes += text.len() as u64;
+                    std::fs::write(&to, text)?;
+                }
+                None => {
+                    std::fs::copy(from, &to)?;
+                }
+            }
+        }
+        if bytes == before {
+            bail!("no .tex or .md file under the given paths");
+        }
+    }
+    std::fs::write(&done, bytes.to_string())?;
+    Ok(bytes)
+}
+
+/// Adds a paragraph to the first `.tex` or `.md` file of the corpus (one document changes).
+fn change_one(corpus: &Path, round: usize) -> Result<()> {
+    let file = walkdir::WalkDir::new(corpus)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .find(|p| p.extension().is_some_and(|e| e == "md" || e == "tex"))
+        .context("no .tex or .md file in the corpus to change")?;
+    let text = std::fs::read_to_string(&file)?;
+    let paragraph = format!("\n\nA paragraph added by the benchmark, round {round}.\n\n");
+    let at = text.rfind("\\end{document}").unwrap_or(text.len());
+    std::fs::write(&file, format!("{}{paragraph}{}", &text[..at], &text[at..]))?;
+    Ok(())
+}
+
+/// `ledger index` (workers = 0) or a coordinator with `workers` workers, on `corpus` into `graph`.
+fn run_mode(queue: &str, corpus: &Path, graph: &Path, workers: usize) -> Result<Measured> {
+    let (c, g) = (corpus.display().to_string(), graph.display().to_string());
+    if workers == 0 {
+        let main = ledger(queue, &["index", &c, "--out", &g])?
+            .stderr(Stdio::null())
+            .spawn()?;
+        return watch(main, Vec::new());
+    }
+    let main = ledger(queue, &["coordinator", &c, "--out", &g])?
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pool: Vec<Child> = (0..workers)
+        .map(|_| {
+            // Workers wait for the coordinator's scan, however long; `watch` stops them.
+            ledger(queue, &["worker", "--root", &c, "--root", &g])?
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting a worker")
+        })
+        .collect::<Result<_>>()?;
+    watch(main, pool)
+}
+
+/// The table with its heading.
+fn heading(table: &str) -> String {
+    format!(
+        "`ledger bench scale` (this build, the configuration in effect); each mode on a fresh graph, then rerun unchanged, then rerun with one document changed\n\n{table}"
+    )
+}
+
+/// Writes `OUT/scale.md` and the two plots of what was measured so far.
+fn write_report(
+    out: &Path,
+    table: &str,
+    time_lines: &[(String, Vec<(f64, f64)>)],
+    rss_lines: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    std::fs::write(out.join("scale.md"), heading(table))?;
+    let range = |lines: &[(String, Vec<(f64, f64)>)]| {
+        let max = lines
+            .iter()
+            .flat_map(|l| l.1.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        0.0..max * 1.1 + 1e-9
+    };
+    let (lo, hi) = time_lines
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.0))
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), s| {
+            (lo.min(s), hi.max(s))
+        });
+    let x = ("corpus MB", lo * 0.8..hi * 1.25);
+    ledger_eval::run::plot_lines(
+        &out.join("scale-seconds.svg"),
+        "ledger index: wall time against corpus size",
+        x.clone(),
+        ("seconds", range(time_lines)),
+        time_lines,
+    )?;
+    ledger_eval::run::plot_lines(
+        &out.join("scale-rss.svg"),
+        "ledger index: peak RSS against corpus size",
+        x,
+        ("peak RSS (MB)", range(rss_lines)),
+        rss_lines,
+    )?;
+    Ok(())
+}
+
+/// `ledger bench scale`.
+pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) -> Result<()> {
+    std::fs::create_dir_all(out)?;
+    let out = std::fs::canonicalize(out)?;
+    let queue = format!("ledger.bench.{}", std::process::id());
+    let mut modes = workers.to_vec();
+    modes.dedup();
+    let name = |n: usize| match n {
+        0 => "embedded".to_string(),
+        1 => "1 worker".to_string(),
+        n => format!("{n} workers"),
+    };
+    let mut table = String::from(
+        "| corpus MB | mode | seconds | MB/s | peak RSS MB | unchanged rerun s | its RSS MB | one document changed s | its RSS MB |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut time_lines: Vec<(String, Vec<(f64, f64)>)> =
+        modes.iter().map(|&n| (name(n), Vec::new())).collect();
+    let mut rss_lines = time_lines.clone();
+    for (i, &mb) in sizes.iter().enumerate() {
+        let corpus = out.join(format!("corpus-{mb}mb"));
+        let bytes = generate(paths, &corpus, (mb * 1e6) as u64)?;
+        let size = bytes as f64 / 1e6;
+        for (k, &n) in modes.iter().enumerate() {
+            let graph = out.join(format!("graph-{mb}mb-{n}"));
+            if graph.exists() {
+                std::fs::remove_dir_all(&graph)?;
+            }
+            let cold = run_mode(&queue, &corpus, &graph, n)?;
+            let rerun = run_mode(&queue, &corpus, &graph, n)?;
+            change_one(&corpus, i * modes.len() + k)?;
+            let changed = run_mode(&queue, &corpus, &graph, n)?;
+            let mib = |m: &Measured| m.peak as f64 / 1e6;
+            table.push_str(&format!(
+                "| {size:.0} | {} | {:.1} | {:.2} | {:.0} | {:.1} | {:.0} | {:.1} | {:.0} |\n",
+                name(n),
+                cold.seconds,
+                size / cold.seconds,
+                mib(&cold),
+                rerun.seconds,
+                mib(&rerun),
+                changed.seconds,
+                mib(&changed),
+            ));
+            time_lines[k].1.push((size, cold.seconds));
+            rss_lines[k].1.push((size, mib(&cold)));
+            // After every row, so that a long run stopped midway keeps what it measured.
+            write_report(&out, &table, &time_lines, &rss_lines)?;
+        }
+    }
+    out!("{}", heading(&table));
+    if workers.iter().any(|&n| n > 0) {
+        delete_queue(&queue)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! `undo`. Each plans the edit in memory and verifies it (`ledger-edit`, `ledger-pipeline`),
 //! prints the diff and the findings, and writes only a verified edit; then the graph follows.
 
-use crate::EditArgs;
+use crate::args::{EditArgs, TermArgs};
 use crate::output::{out, outln};
 use anyhow::{Context, Result};
 use ledger_edit::{Checked, FindingKind, Sources, Written};
@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// Parses the inputs of an edit; the documents' own errors are named on stderr.
 fn read_sources(edit: &EditArgs) -> Result<Sources> {
     let sources = Sources::read(&edit.paths)?;
-    for e in ledger_pipeline::index::document_errors(&sources.docs) {
+    for e in ledger_pipeline::report::document_errors(&sources.docs) {
         eprintln!("{e}");
     }
     Ok(sources)
@@ -301,4 +301,14 @@ pub fn undo(path: &Path, graph: Option<&Path>, config: &Config) -> Result<ExitCo
         return crate::index::update_graph(&[path.to_path_buf()], graph, config);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl TermArgs {
+    pub(crate) fn options(self) -> TermOptions {
+        TermOptions {
+            include: self.include,
+            keep_anchors: !self.no_keep_anchors,
+            allow_repeats: self.allow_repeats,
+        }
+    }
 }

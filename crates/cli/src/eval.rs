@@ -2,7 +2,7 @@
 //! generate`: one generated document with its ground truth; `ledger eval latex`: references and
 //! printed numbers against the `.aux` files LaTeX wrote.
 
-use crate::PipelineArgs;
+use crate::args::PipelineArgs;
 use crate::output::{out, outln};
 use crate::progress::Bar;
 use anyhow::{Context, Result, bail};

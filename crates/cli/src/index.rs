@@ -1,7 +1,7 @@
 //! `ledger index`, `ledger coordinator`, `ledger worker`, `ledger verify`, and the graph update
 //! that follows a written edit.
 
-use crate::PipelineArgs;
+use crate::args::PipelineArgs;
 use crate::output::{out, outln};
 use crate::progress::Bar;
 use anyhow::{Context, Result};

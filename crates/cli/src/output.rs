@@ -45,3 +45,20 @@ macro_rules! out {
 }
 
 pub(crate) use {out, outln};
+
+/// An error and its causes, each said once: a cause whose text (or, after its own `kind: `
+/// prefix, its message) an outer one already holds is left out (DataFusion's errors repeat
+/// their sources in their own text).
+pub fn said_once(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        let message = text.split_once(": ").map_or(text.as_str(), |(_, m)| m);
+        // A short message could be in an outer text by chance.
+        let known = |p: &String| p.contains(&text) || (message.len() >= 12 && p.contains(message));
+        if !parts.iter().any(known) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}

@@ -122,7 +122,10 @@ fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
                     }
                 }
             }
-            Err(e) => eprintln!("error: {}", crate::said_once(&anyhow::Error::from(e))),
+            Err(e) => eprintln!(
+                "error: {}",
+                crate::output::said_once(&anyhow::Error::from(e))
+            ),
         }
     }
     if let Some(h) = &history {

@@ -51,7 +51,7 @@ impl Recorder {
         (!inside).then(|| {
             format!(
                 "{} {}: not read (index.allow_outside_root or --allow-outside-root permit it)",
-                crate::OUTSIDE_ROOT,
+                crate::paths::OUTSIDE_ROOT,
                 root.named.display()
             )
         })
@@ -65,23 +65,23 @@ impl Recorder {
     }
 
     /// Reads `path` as text in the encoding `reading` decides (see
-    /// [`crate::builder::read_source`]) and records its bytes' hash; a file that could not be
+    /// [`crate::source_file::read_source`]) and records its bytes' hash; a file that could not be
     /// read is recorded by its raw bytes, or as absent.
     pub(crate) fn read(
         &mut self,
         path: &Path,
-        reading: crate::builder::Reading,
-    ) -> Result<crate::builder::SourceFile, String> {
+        reading: crate::source_file::Reading,
+    ) -> Result<crate::source_file::SourceFile, String> {
         if let Some(why) = self.refused(path) {
             return Err(why);
         }
-        let bytes = crate::builder::read_bytes(path);
+        let bytes = crate::source_file::read_bytes(path);
         let seen = match &bytes {
             Ok(b) => Seen::Read(ledger_core::content_hash(b)),
             Err(_) => observe_file(path),
         };
         self.note(path, seen);
-        Ok(crate::builder::read_source(&bytes?, reading))
+        Ok(crate::source_file::read_source(&bytes?, reading))
     }
 
     /// Whether `path` is a file, recorded. A path outside the root counts as one, unobserved, so

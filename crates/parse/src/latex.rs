@@ -9,8 +9,9 @@
 mod classes;
 pub(crate) mod lex;
 
-use crate::builder::{Builder, Reading};
+use crate::builder::Builder;
 use crate::counters::Counters;
+use crate::source_file::Reading;
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
 use lex::{
     arg, capitalise, clean_title, find_from, is_cite, key_arg, keyvals, math_env, non_text_args,

@@ -17,6 +17,7 @@ mod paths;
 pub mod prose;
 pub mod regions;
 mod resolve;
+mod source_file;
 pub mod throughput;
 pub mod tokens;
 
@@ -28,9 +29,7 @@ use std::sync::LazyLock;
 
 pub use markdown::heading_slug;
 
-/// How every diagnostic of a file refused for lying outside the document's folder says so (see
-/// [`Source::root`]).
-pub const OUTSIDE_ROOT: &str = "outside the input root";
+pub use paths::OUTSIDE_ROOT;
 pub use resolve::{CorpusIndex, resolve_corpus};
 pub use tokens::Tokenizer;
 

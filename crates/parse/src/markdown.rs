@@ -7,8 +7,9 @@
 //! "**Figure 1.**") is that numbered unit, so prose such as "Theorem 2" finds it. Links to anchors
 //! and pages are mentions; prose numbers inside a link's text are not read again.
 
-use crate::builder::{Builder, Reading};
+use crate::builder::Builder;
 use crate::paths::normalise;
+use crate::source_file::Reading;
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use regex::Regex;

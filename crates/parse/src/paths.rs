@@ -38,3 +38,7 @@ pub(crate) fn normalise(p: &Path) -> String {
     }
     parts.join("/")
 }
+
+/// How every diagnostic of a file refused for lying outside the document's folder says so (see
+/// [`crate::Source::root`]).
+pub const OUTSIDE_ROOT: &str = "outside the input root";

@@ -8,7 +8,7 @@
 //! are written with their parts' vectors. A run where one document changed writes one segment.
 
 use crate::config::{RelatedConfig, RelatedScope};
-use crate::index::{CommitReport, CorpusSummary, IndexJob};
+use crate::report::{CommitReport, CorpusSummary, IndexJob};
 use crate::stage::Part;
 use crate::{Result, store};
 use ledger_core::{Diagnostic, Document, Edge, Semantic, UnitEmbedding};

@@ -3,10 +3,8 @@
 //! runs the same corpus stage and commit.
 
 use crate::corpus::CorpusInput;
-use crate::index::{
-    CommitReport, IndexJob, IndexReport, Previous, corpus_key, counted, discover_inputs,
-    thread_pool,
-};
+use crate::index::{Previous, corpus_key, discover_inputs, thread_pool};
+use crate::report::{CommitReport, IndexJob, IndexReport, counted};
 use crate::stage::{DocReport, Part, Settings, Stage, part_key};
 use crate::{Error, Progress, Result, io};
 use ledger_queue::{

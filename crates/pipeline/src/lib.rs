@@ -11,14 +11,15 @@ pub mod corpus;
 pub mod distributed;
 pub mod index;
 pub mod llm_edit;
+pub mod report;
 pub mod retrieval;
 pub mod semantic;
 pub mod stage;
 pub mod verify;
 
 pub use config::{Config, EmbedderKind, JudgeKind, RelatedScope, SqlFormat, SummarizerKind};
-pub use index::{Corpus, CorpusSummary, IndexJob, IndexReport, counted};
 pub use llm_edit::LlmEdit;
+pub use report::{Corpus, CorpusSummary, IndexJob, IndexReport, counted};
 pub use stage::{DocReport, Part, Settings, Stage, assemble, part_key};
 
 /// Errors of the pipeline.
