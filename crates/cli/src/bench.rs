@@ -110,14 +110,14 @@ pub fn run(which: Which, config: &Config) -> Result<()> {
             );
             Ok(())
         }
-        Which::Distributed { paths, workers } => distributed(&paths, &workers),
+        Which::Distributed { paths, workers } => distributed(&paths, &workers, config),
         Which::Pathological { scale } => pathological(scale, config),
         Which::Scale {
             paths,
             out,
             sizes,
             workers,
-        } => scale(&paths, &out, &sizes, &workers),
+        } => scale(&paths, &out, &sizes, &workers, config),
     }
 }
 
@@ -140,7 +140,7 @@ fn timed(mut c: Command) -> Result<f64> {
     Ok(start.elapsed().as_secs_f64())
 }
 
-fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
+fn distributed(paths: &[PathBuf], workers: &[usize], config: &Config) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let queue = format!("ledger.bench.{}", std::process::id());
     let inputs: Vec<String> = paths
@@ -202,7 +202,7 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
             embedded / seconds
         );
     }
-    delete_queue(&queue)?;
+    delete_queue(&queue, config)?;
     if let Some((_, one)) = rows.iter().find(|r| r.0 == "1 worker") {
         outln!(
             "\nqueue overhead: {:.1} ms per document (1 worker against embedded with 1 thread, process start-up included)",
@@ -212,17 +212,16 @@ fn distributed(paths: &[PathBuf], workers: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// Deletes a benchmark's job queue and its dead-letter queue (the benchmark's queues go with it).
-pub(crate) fn delete_queue(queue: &str) -> Result<()> {
-    let config = crate::config::load(None, &std::env::current_dir().unwrap_or_default())?;
+/// Deletes the benchmark's job queue and its dead-letter queue from the broker of `config`.
+pub(crate) fn delete_queue(queue: &str, config: &Config) -> Result<()> {
     let roots = config.tls.extra_roots()?;
-    let amqp = config.queue.amqp;
+    let amqp = &config.queue.amqp;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
         .block_on(async {
             let b = ledger_queue::Broker::connect(
-                &amqp,
+                amqp,
                 roots.as_deref(),
                 std::time::Duration::from_secs(10),
             )
@@ -579,7 +578,13 @@ fn write_report(
 }
 
 /// `ledger bench scale`.
-pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) -> Result<()> {
+pub fn scale(
+    paths: &[PathBuf],
+    out: &Path,
+    sizes: &[f64],
+    workers: &[usize],
+    config: &Config,
+) -> Result<()> {
     std::fs::create_dir_all(out)?;
     let out = std::fs::canonicalize(out)?;
     let queue = format!("ledger.bench.{}", std::process::id());
@@ -629,7 +634,7 @@ pub fn scale(paths: &[PathBuf], out: &Path, sizes: &[f64], workers: &[usize]) ->
     }
     out!("{}", heading(&table));
     if workers.iter().any(|&n| n > 0) {
-        delete_queue(&queue)?;
+        delete_queue(&queue, config)?;
     }
     Ok(())
 }

@@ -271,8 +271,10 @@ fn tfidf_vectors(texts: &[Vec<String>], groups: &[Vec<usize>]) -> (Vec<Sparse>, 
     let mut vocabulary: HashMap<&str, u32> = HashMap::new();
     let mut df: Vec<u32> = Vec::new();
     for t in texts {
-        let seen: HashSet<&str> = t.iter().map(String::as_str).collect();
-        for w in seen {
+        // Ids in the order words first appear (not a set's order, which varies from run to
+        // run and would change the order of the sums below, and so their last bits).
+        let mut seen: HashSet<&str> = HashSet::new();
+        for w in t.iter().map(String::as_str).filter(|w| seen.insert(w)) {
             let id = *vocabulary.entry(w).or_insert_with(|| {
                 df.push(0);
                 (df.len() - 1) as u32
@@ -293,11 +295,13 @@ fn tfidf_vectors(texts: &[Vec<String>], groups: &[Vec<usize>]) -> (Vec<Sparse>, 
             .map(|(id, c)| (id, (1.0 + c.ln()) * (docs / df[id as usize] as f32).ln()))
             .filter(|(_, x)| *x > 0.0)
             .collect();
+        // In id order before summing: the map's order varies from run to run, and so would
+        // the last bit of the norm.
+        v.sort_unstable_by_key(|(id, _)| *id);
         let norm = v.iter().map(|(_, x)| x * x).sum::<f32>().sqrt();
         if norm > 0.0 {
             v.iter_mut().for_each(|(_, x)| *x /= norm);
         }
-        v.sort_unstable_by_key(|(id, _)| *id);
         v
     };
     let own = texts
@@ -903,6 +907,24 @@ impl Judge for LearnedJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tfidf_vectors_are_the_same_bits_every_time() {
+        // Each hash map has its own random order: ids or sums in that order would differ
+        // between two calls, and so would the graph's scores between two runs.
+        let texts: Vec<Vec<String>> = (0..40)
+            .map(|i| {
+                (0..60)
+                    .map(|k| format!("w{}", (i * 7 + k * 13) % 97))
+                    .collect()
+            })
+            .collect();
+        let groups: Vec<Vec<usize>> = (0..40).map(|i| vec![i]).collect();
+        let first = tfidf_vectors(&texts, &groups);
+        for _ in 0..5 {
+            assert_eq!(tfidf_vectors(&texts, &groups), first);
+        }
+    }
 
     #[test]
     fn label_words_drop_the_kind_and_split_camel_case() {
