@@ -2,9 +2,8 @@
 //! same document stage as `ledger index` ([`crate::index::process_document`]); the coordinator
 //! runs the same corpus stage and commit.
 
-use crate::corpus::CorpusInput;
-use crate::index::{Previous, corpus_key, discover_inputs, thread_pool};
-use crate::report::{CommitReport, IndexJob, IndexReport, counted};
+use crate::index::{Previous, StageOutcome, discover_inputs, thread_pool};
+use crate::report::{IndexJob, IndexReport, counted};
 use crate::stage::{DocReport, Part, Settings, Stage, part_key};
 use crate::{Error, Progress, Result, io};
 use ledger_queue::{
@@ -369,7 +368,7 @@ pub struct CoordinatorReport {
 }
 
 impl CoordinatorReport {
-    /// What failed in the graph committed, if anything did (see [`CommitReport::partial`]).
+    /// What failed in the graph committed, if anything did (see [`IndexReport::partial`]).
     pub fn partial(&self) -> Option<String> {
         self.index.as_ref().and_then(IndexReport::partial)
     }
@@ -490,61 +489,41 @@ pub fn coordinator(
     let (usage, worked) =
         runtime()?.block_on(follow(options, &events, &run, jobs, &mut report, progress))?;
     stage_report.add(&worked);
-    let stage_seconds = start.elapsed().as_secs_f64();
-    let corpus_start = Instant::now();
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
     keys.retain(|doc, _| !dead.contains(doc.as_str()));
-    let names = stage.semantic_names();
-    let related = &options.settings.related;
-    let key = corpus_key(&keys, related, names.as_ref(), &diagnostics);
     let job = IndexJob {
         paths: &paths,
         out: &out,
         parts: &parts,
         command: &options.command,
     };
-    let (commit, related_edges, embeddings) =
-        if let Some(version) = previous.current_if(report.published == 0, &key) {
-            let embeddings = stage_report.semantic.vectors_reused;
-            (CommitReport::unchanged(&out, version), None, embeddings)
-        } else {
-            let input = CorpusInput {
-                related,
-                keys: &keys,
-                names: names.as_ref(),
-                diagnostics: &diagnostics,
-                corpus_key: &key,
-                reused: &reused,
-            };
-            let written = crate::corpus::write(&job, &input, usage, started_at, start)?;
-            let edges = (related.enabled && names.is_some()).then_some(written.related_edges);
-            (written.commit, edges, written.embeddings)
-        };
-    drop(lock);
-    let (model, summarizer) = names.map(|n| (n.0, n.2)).unwrap_or_default();
-    report.index = Some(IndexReport {
-        commit,
-        documents: keys.len(),
-        document_errors: Vec::new(),
-        stage: stage_report,
+    let staged = StageOutcome {
+        keys,
+        reused,
+        nothing_new: report.published == 0,
+        report: stage_report,
         parsed: report.published - report.dead.len(),
-        judge: stage
-            .judge()
-            .map(|j| (j.name().to_string(), options.settings.depends.window)),
-        related: related.enabled.then(|| related.clone()),
-        related_edges,
-        embeddings: (embeddings, model, summarizer),
-        stage_seconds,
-        corpus_seconds: corpus_start.elapsed().as_secs_f64(),
-        parts: keys,
-    });
+        document_errors: Vec::new(),
+        usage,
+        started_at,
+        start,
+    };
+    report.index = Some(crate::index::commit(
+        &job,
+        &stage,
+        &previous,
+        &diagnostics,
+        staged,
+    )?);
+    drop(lock);
     Ok(report)
 }
 
 /// Publishes the jobs and follows the run's events until every job is done or dead; returns
-/// the chat usage the workers reported and the sum of their documents' stage reports. Reconnects when the broker restarts (the events queue
-/// is durable, so nothing reported is lost).
+/// the chat usage the workers reported and the sum of their documents' stage reports.
+/// Reconnects when the broker restarts (the events queue is durable, so nothing reported is
+/// lost).
 async fn follow(
     options: &CoordinatorOptions,
     events: &str,

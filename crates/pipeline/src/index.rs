@@ -347,51 +347,95 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
         errors.extend(o.errors);
         keys.insert(o.doc_id, o.key);
     }
-    let stage_seconds = start.elapsed().as_secs_f64();
+    let chat = stage
+        .chat()
+        .map(|c| c.usage().snapshot())
+        .unwrap_or_default();
+    let staged = StageOutcome {
+        keys,
+        reused,
+        nothing_new: all_reused,
+        report,
+        parsed,
+        document_errors: errors,
+        usage: chat,
+        started_at,
+        start,
+    };
+    commit(job, stage, &previous, &diagnostics, staged)
+}
+
+/// What the document stage of a run left for its commit, in either mode.
+pub(crate) struct StageOutcome {
+    /// Document id → the key of its part.
+    pub keys: BTreeMap<String, String>,
+    /// Documents whose part was reused whole.
+    pub reused: std::collections::HashSet<String>,
+    /// Whether no part was written in this run (the current version may still hold).
+    pub nothing_new: bool,
+    /// The document stage, summed over documents.
+    pub report: DocReport,
+    /// Documents parsed in this run.
+    pub parsed: usize,
+    /// The documents' own errors.
+    pub document_errors: Vec<String>,
+    /// The chat usage of the run (recorded in `runs`).
+    pub usage: ledger_llm::UsageSnapshot,
+    /// When the run started (RFC 3339), for `runs`.
+    pub started_at: String,
+    /// When the run started.
+    pub start: Instant,
+}
+
+/// The corpus stage and commit both modes end with: the current version when it already holds
+/// what `staged` comes to, else a new one written; reported as `ledger index` prints it.
+pub(crate) fn commit(
+    job: &IndexJob,
+    stage: &Stage,
+    previous: &Previous,
+    diagnostics: &[Diagnostic],
+    staged: StageOutcome,
+) -> Result<IndexReport> {
+    let stage_seconds = staged.start.elapsed().as_secs_f64();
     let corpus_start = Instant::now();
     let names = stage.semantic_names();
-    let related = &stage.settings().related;
-    let key = corpus_key(&keys, related, names.as_ref(), &diagnostics);
-    let (commit, related_edges, embeddings) = if let Some(commit) = previous
-        .current_if(all_reused, &key)
-        .map(|version| CommitReport::unchanged(job.out, version))
+    let settings = stage.settings();
+    let related = &settings.related;
+    let key = corpus_key(&staged.keys, related, names.as_ref(), diagnostics);
+    let (commit, related_edges, embeddings) = if let Some(version) =
+        previous.current_if(staged.nothing_new, &key)
     {
-        (commit, None, report.semantic.vectors_reused)
+        let embeddings = staged.report.semantic.vectors_reused;
+        (CommitReport::unchanged(job.out, version), None, embeddings)
     } else {
-        let usage = stage
-            .chat()
-            .map(|c| c.usage().snapshot())
-            .unwrap_or_default();
         let input = crate::corpus::CorpusInput {
             related,
-            keys: &keys,
+            keys: &staged.keys,
             names: names.as_ref(),
-            diagnostics: &diagnostics,
+            diagnostics,
             corpus_key: &key,
-            reused: &reused,
+            reused: &staged.reused,
         };
-        let out = crate::corpus::write(job, &input, usage, started_at, start)?;
+        let out = crate::corpus::write(job, &input, staged.usage, staged.started_at, staged.start)?;
         let edges = (related.enabled && names.is_some()).then_some(out.related_edges);
         (out.commit, edges, out.embeddings)
     };
-    let corpus_seconds = corpus_start.elapsed().as_secs_f64();
-    let settings = stage.settings();
     let (model, summarizer) = names.map(|n| (n.0, n.2)).unwrap_or_default();
     Ok(IndexReport {
         commit,
-        documents: keys.len(),
-        document_errors: errors,
-        stage: report,
-        parsed,
+        documents: staged.keys.len(),
+        document_errors: staged.document_errors,
+        stage: staged.report,
+        parsed: staged.parsed,
         judge: stage
             .judge()
             .map(|j| (j.name().to_string(), settings.depends.window)),
-        related: settings.related.enabled.then(|| settings.related.clone()),
+        related: related.enabled.then(|| related.clone()),
         related_edges,
         embeddings: (embeddings, model, summarizer),
         stage_seconds,
-        corpus_seconds,
-        parts: keys,
+        corpus_seconds: corpus_start.elapsed().as_secs_f64(),
+        parts: staged.keys,
     })
 }
 
