@@ -1,9 +1,8 @@
 //! The flags several commands share (edits, terms, the document stage) and the parsers of
 //! their values.
 
-use ledger_parse::regions::RegionKind;
-use ledger_pipeline::config::Config;
-use ledger_pipeline::{EmbedderKind, JudgeKind, RelatedScope, Settings, SummarizerKind};
+use ledger_pipeline::RegionKind;
+use ledger_pipeline::{EmbedderKind, JudgeKind, Overrides, RelatedScope, SummarizerKind};
 use std::path::PathBuf;
 
 /// What every edit command takes: the inputs, the graph to update, dry run.
@@ -43,7 +42,7 @@ pub(crate) struct TermArgs {
 }
 
 /// Settings of the document stage, shared by `index` and `coordinator`.
-#[derive(clap::Args, Default)]
+#[derive(clap::Args)]
 pub(crate) struct PipelineArgs {
     /// Parser threads (0 = one per core).
     #[arg(long)]
@@ -99,38 +98,26 @@ pub(crate) struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    /// The configuration with these flags applied: the document stage's settings (parsing,
-    /// judging, embeddings, RELATED).
-    pub(crate) fn apply(self, config: &Config) -> Settings {
-        let mut r = config.related.clone();
-        r.enabled &= !self.no_related;
-        r.theta = self.theta.unwrap_or(r.theta);
-        r.scope = self.related_scope.unwrap_or(r.scope);
-        r.k = self.related_k.unwrap_or(r.k);
-        let mut c = config.index.clone();
-        if let Some(j) = self.jobs {
-            c.jobs = j;
-        }
-        c.count_tokens &= !self.no_tokens;
-        c.progress &= !self.no_progress;
-        c.allow_outside_root |= self.allow_outside_root;
-        c.exclude.extend(self.exclude);
-        c.wait_for_lock &= !self.no_wait;
-        c.allow_partial |= self.allow_partial;
-        let mut e = config.embed.clone();
-        e.embedder = self.embedder.unwrap_or(e.embedder);
-        e.summarizer = self.summarizer.unwrap_or(e.summarizer);
-        let mut d = config.depends.clone();
-        d.enabled &= !self.no_depends;
-        d.judge = self.judge.unwrap_or(d.judge);
-        d.window = self.window.unwrap_or(d.window);
-        Settings {
-            index: c,
-            depends: d,
-            related: r,
-            embed: e,
-            llm: config.llm.clone(),
-            tls: config.tls.clone(),
+    /// What these flags override in the configuration.
+    pub(crate) fn overrides(&self) -> Overrides {
+        Overrides {
+            jobs: self.jobs,
+            no_tokens: self.no_tokens,
+            no_progress: self.no_progress,
+            allow_outside_root: self.allow_outside_root,
+            exclude: self.exclude.clone(),
+            no_wait: self.no_wait,
+            allow_partial: self.allow_partial,
+            no_related: self.no_related,
+            no_depends: self.no_depends,
+            judge: self.judge,
+            window: self.window,
+            embedder: self.embedder,
+            summarizer: self.summarizer,
+            theta: self.theta,
+            related_scope: self.related_scope,
+            related_k: self.related_k,
+            ..Overrides::default()
         }
     }
 }

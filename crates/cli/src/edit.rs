@@ -5,10 +5,10 @@
 use crate::args::{EditArgs, TermArgs};
 use crate::output::{out, outln};
 use anyhow::{Context, Result};
-use ledger_edit::{Checked, FindingKind, Sources, Written};
-use ledger_parse::regions::RegionKind;
+use ledger_pipeline::RegionKind;
 use ledger_pipeline::config::Config;
-use std::collections::{BTreeMap, BTreeSet};
+use ledger_pipeline::edit::{self as ledger_edit, Checked, FindingKind, Op, Sources, Written};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -91,29 +91,6 @@ pub struct TermOptions {
     pub allow_repeats: bool,
 }
 
-/// A terminology file: a TOML table of `"old term" = "new term"`, in the file's order.
-pub fn read_terms(path: &Path) -> Result<Vec<(String, String)>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading terms {}", path.display()))?;
-    let table: toml::Table = text
-        .parse()
-        .with_context(|| format!("parsing terms {}", path.display()))?;
-    let mut terms = Vec::new();
-    for (old, new) in table {
-        let toml::Value::String(new) = new else {
-            anyhow::bail!(
-                "{}: `{old}` must map to a string (the new term), as in \"{old}\" = \"new term\"",
-                path.display()
-            );
-        };
-        terms.push((old, new));
-    }
-    if terms.is_empty() {
-        anyhow::bail!("{}: no term to rename", path.display());
-    }
-    Ok(terms)
-}
-
 /// `ledger rename-term OLD NEW PATH...` and `ledger rename-terms TERMS PATH...`.
 pub fn rename_terms(
     terms: &[(String, String)],
@@ -132,25 +109,8 @@ pub fn rename_terms(
         plan.links,
         files(&plan.checked)
     );
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    for l in &plan.left {
-        *reasons.entry(l.reason.as_str()).or_default() += 1;
-        if matches!(
-            l.reason.as_str(),
-            "casing" | "part of a name" | "article not certain"
-        ) {
-            eprintln!(
-                "{}:{}: left `{}` ({})",
-                l.path.display(),
-                l.line,
-                l.text,
-                l.reason
-            );
-        }
-    }
-    if !reasons.is_empty() {
-        let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} in {r}")).collect();
-        eprintln!("left alone: {}", list.join(", "));
+    for line in plan.left_report() {
+        eprintln!("{line}");
     }
     let allowed: &[FindingKind] = if options.allow_repeats {
         &[FindingKind::Repeat]
@@ -160,51 +120,17 @@ pub fn rename_terms(
     finish(&sources, plan.checked, allowed, edit, config)
 }
 
-/// A structural edit named on the command line.
-pub enum Structural<'a> {
-    /// Insert `text` before unit `before`.
-    Insert {
-        /// The unit the text goes before.
-        before: &'a str,
-        /// The source text.
-        text: String,
-    },
-    /// Delete `unit`.
-    Delete {
-        /// The unit.
-        unit: &'a str,
-    },
-    /// Move `unit` before `before`.
-    Move {
-        /// The unit moved.
-        unit: &'a str,
-        /// The unit it goes before.
-        before: &'a str,
-    },
-}
-
 /// `ledger insert`, `ledger delete`, `ledger move`: references to a deleted unit stop the edit
 /// unless `force`.
 pub fn structural(
-    op: Structural,
+    op: Op<&str>,
     doc: Option<&str>,
     force: bool,
     edit: &EditArgs,
     config: &Config,
 ) -> Result<ExitCode> {
     let sources = read_sources(edit)?;
-    let find = |name: &str| ledger_edit::find_unit(&sources.docs, doc, name);
-    let op = match op {
-        Structural::Insert { before, text } => ledger_edit::Op::Insert {
-            before: find(before)?,
-            text,
-        },
-        Structural::Delete { unit } => ledger_edit::Op::Delete { unit: find(unit)? },
-        Structural::Move { unit, before } => ledger_edit::Op::Move {
-            unit: find(unit)?,
-            before: find(before)?,
-        },
-    };
+    let op = op.find(&sources.docs, doc)?;
     let plan = ledger_edit::plan_structural(&sources, &op)?;
     eprintln!("{} prose numbers rewritten", plan.renumbered);
     let allowed: &[FindingKind] = if force {
@@ -240,6 +166,11 @@ impl LlmEditArgs {
     pub fn edit(&self) -> &EditArgs {
         &self.edit
     }
+
+    /// `--budget`.
+    pub fn budget(&self) -> Option<usize> {
+        self.budget
+    }
 }
 
 /// `ledger edit`: the LLM edit loop, then as every edit.
@@ -255,31 +186,12 @@ pub fn llm_edit(args: &LlmEditArgs, config: &Config) -> Result<ExitCode> {
         instruction: &args.instruction,
         targets: &args.target,
         doc: args.doc.as_deref(),
-        budget: args.budget.unwrap_or(config.retrieve.budget),
+        budget: config.retrieve.budget,
     };
     let plan = ledger_pipeline::llm_edit::plan_llm_edit(config, &sources, &ask)?;
-    for n in &plan.notes {
-        eprintln!("{n}");
+    for line in plan.report() {
+        eprintln!("{line}");
     }
-    eprintln!(
-        "context: {} units, {} tokens ({:.1}% of the document)",
-        plan.context_units,
-        plan.context_tokens,
-        100.0 * plan.context_tokens as f64 / plan.document_tokens.max(1) as f64
-    );
-    if !plan.repaired.is_empty() {
-        for f in &plan.repaired {
-            eprintln!("{f}");
-        }
-        eprintln!("verification failed; the model was asked for one repair");
-    }
-    if !plan.note.is_empty() {
-        eprintln!("model: {}", plan.note);
-    }
-    eprintln!(
-        "{} requests, {} prompt + {} completion tokens",
-        plan.requests, plan.prompt_tokens, plan.completion_tokens
-    );
     finish(
         &sources,
         plan.checked,

@@ -2,14 +2,15 @@
 //! generate`: one generated document with its ground truth; `ledger eval latex`: references and
 //! printed numbers against the `.aux` files LaTeX wrote.
 
-use crate::args::PipelineArgs;
 use crate::output::{out, outln};
 use crate::progress::Bar;
 use anyhow::{Context, Result, bail};
+use ledger_eval::depends;
+use ledger_eval::latex::Table;
 use ledger_eval::run::{Options, Tracks};
 use ledger_eval::setup::Pipeline;
-use ledger_pipeline::Stage;
 use ledger_pipeline::config::Config;
+use ledger_pipeline::{Format, Settings, Stage};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -129,12 +130,7 @@ pub enum Subcommand {
 
 /// `ledger eval`: runs the evaluation, prints the report; fails when an invariant broke.
 pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
-    let pipeline_args = PipelineArgs {
-        no_progress: true,
-        ..PipelineArgs::default()
-    };
-    let settings = pipeline_args.apply(config);
-    let stage = Stage::new(settings)?;
+    let stage = Stage::new(Settings::of(config))?;
     let pipeline = Pipeline {
         stage: &stage,
         retrieve: &config.retrieve,
@@ -177,7 +173,7 @@ pub fn run(args: EvalArgs, config: &Config) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `ledger eval generate` or `ledger eval latex`.
+/// `ledger eval generate`, `ledger eval latex` or `ledger eval depends`.
 pub fn subcommand(which: Subcommand, config: &Config) -> Result<ExitCode> {
     match which {
         Subcommand::Generate {
@@ -186,12 +182,27 @@ pub fn subcommand(which: Subcommand, config: &Config) -> Result<ExitCode> {
             tokens,
             seed,
             format,
-        } => generate(out, &name, tokens, seed, &format),
+        } => {
+            let format = if format == "markdown" {
+                Format::Markdown
+            } else {
+                Format::Latex
+            };
+            let spec = ledger_eval::Spec {
+                seed,
+                tokens,
+                format,
+            };
+            outln!("{}", ledger_eval::run::write_generated(&out, &name, spec)?);
+        }
         Subcommand::Latex {
             datasets,
             corpora,
             misses,
-        } => latex(&datasets, &corpora, misses),
+        } => {
+            let corpora = corpora.is_dir().then_some(corpora.as_path());
+            out!("{}", Table::of_bundled(&datasets, corpora, misses)?);
+        }
         Subcommand::Depends {
             datasets,
             out,
@@ -199,174 +210,19 @@ pub fn subcommand(which: Subcommand, config: &Config) -> Result<ExitCode> {
             model,
             judge,
             estimate,
-        } => depends(
-            &datasets,
-            &out,
-            train.then_some(model.as_path()),
-            (&judge, estimate),
-            config,
-        ),
-    }
-}
-
-/// `ledger eval depends`: prints the Markdown report; with `train`, writes the fitted model.
-fn depends(
-    datasets: &std::path::Path,
-    out: &std::path::Path,
-    train: Option<&std::path::Path>,
-    (judge, estimate): (&str, bool),
-    config: &Config,
-) -> Result<ExitCode> {
-    use ledger_eval::depends;
-    let window = config.depends.window;
-    let blueprints = depends::bundled(datasets);
-    if blueprints.is_empty() {
-        bail!(
-            "no blueprint under {} (run from the repository's root or pass --datasets)",
-            datasets.display()
-        );
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let prepared = depends::prepare_all(&blueprints, &out.join("sources"))?;
-    if let Some(path) = train {
-        let model = depends::train(&prepared, window);
-        std::fs::write(path, serde_json::to_string_pretty(&model)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!(
-            "model written to {} (threshold {:.3})",
-            path.display(),
-            model.threshold
-        );
-    }
-    let llm = if judge == "llm" {
-        Some(depends::llm_judge(&config.llm, &config.tls)?)
-    } else {
-        None
-    };
-    if estimate {
-        let Some(llm) = &llm else {
-            bail!("--estimate is for --judge llm (the offline judges send nothing)");
-        };
-        outln!("| blueprint | requests | prompt tokens | completion tokens (at most) |");
-        outln!("|---|---:|---:|---:|");
-        for (name, e) in depends::estimate(&prepared, llm, window) {
-            outln!(
-                "| {name} | {} | {} | {} |",
-                e.requests,
-                e.prompt_tokens,
-                e.completion_tokens
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mode = match (judge, &llm) {
-        (_, Some(llm)) => depends::Mode::Judge(llm),
-        ("rules", _) => depends::Mode::Judge(&ledger_llm::depends::OfflineJudge),
-        _ => depends::Mode::LeaveOneOut,
-    };
-    let report = depends::evaluate(&prepared, mode, window)?;
-    let markdown = report.markdown();
-    std::fs::write(out.join("depends.md"), &markdown)?;
-    std::fs::write(
-        out.join("depends.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
-    report.plot(&out.join("depends-pr.svg"))?;
-    out!("{markdown}");
-    eprintln!("report written to {}", out.join("depends.md").display());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `ledger eval generate`.
-fn generate(out: PathBuf, name: &str, tokens: usize, seed: u64, format: &str) -> Result<ExitCode> {
-    let format = if format == "markdown" {
-        ledger_core::Format::Markdown
-    } else {
-        ledger_core::Format::Latex
-    };
-    let g = ledger_eval::generate(
-        name,
-        ledger_eval::Spec {
-            seed,
-            tokens,
-            format,
-        },
-    );
-    let dir = out.join(name);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let file = g.file_name();
-    std::fs::write(dir.join(file), &g.source)?;
-    std::fs::write(
-        dir.join("gold.json"),
-        serde_json::to_string_pretty(&g)? + "\n",
-    )?;
-    outln!(
-        "{}: {} units, {} references, {} dependencies, {} related pairs, {} cases",
-        dir.join(file).display(),
-        g.units.len(),
-        g.references.len(),
-        g.depends.len(),
-        g.related.len(),
-        g.cases.len()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `ledger eval latex`: a table of both ratios per document and in total.
-fn latex(
-    datasets: &std::path::Path,
-    corpora: &std::path::Path,
-    all_misses: bool,
-) -> Result<ExitCode> {
-    let corpora = corpora.is_dir().then_some(corpora);
-    let cases = ledger_eval::latex::bundled_cases(datasets, corpora);
-    if cases.is_empty() {
-        bail!(
-            "no LaTeX document with an .aux under {} (run from the repository's root or pass --datasets)",
-            datasets.display()
-        );
-    }
-    let rows = ledger_eval::latex::run(&cases)?;
-    let ratio = |a: usize, b: usize| {
-        if b == 0 {
-            "–".to_string()
-        } else {
-            format!("{:.3}", a as f64 / b as f64)
-        }
-    };
-    outln!("| document | references resolved | ratio | numbers equal to LaTeX's | ratio |");
-    outln!("|---|---:|---:|---:|---:|");
-    let (mut refs, mut resolved, mut labels, mut equal) = (0, 0, 0, 0);
-    for r in &rows {
-        outln!(
-            "| {} | {}/{} | {} | {}/{} | {} |",
-            r.name,
-            r.resolved,
-            r.references,
-            ratio(r.resolved, r.references),
-            r.numbers_equal,
-            r.labels,
-            ratio(r.numbers_equal, r.labels)
-        );
-        refs += r.references;
-        resolved += r.resolved;
-        labels += r.labels;
-        equal += r.numbers_equal;
-    }
-    outln!(
-        "| **all {} documents** | {resolved}/{refs} | {} | {equal}/{labels} | {} |",
-        rows.len(),
-        ratio(resolved, refs),
-        ratio(equal, labels)
-    );
-    for r in rows.iter().filter(|r| !r.misses.is_empty()) {
-        let shown = if all_misses { r.misses.len() } else { 5 };
-        outln!("\n{}:", r.name);
-        for m in r.misses.iter().take(shown) {
-            outln!("  {m}");
-        }
-        if r.misses.len() > shown {
-            outln!("  … {} more (--misses)", r.misses.len() - shown);
+        } => {
+            let request = depends::Request {
+                datasets: &datasets,
+                out: &out,
+                train: train.then_some(model.as_path()),
+                judge: &judge,
+                estimate,
+            };
+            let outcome = depends::command(&request, config)?;
+            out!("{}", outcome.markdown);
+            for note in &outcome.notes {
+                eprintln!("{note}");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

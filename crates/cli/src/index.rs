@@ -2,12 +2,12 @@
 //! that follows a written edit.
 
 use crate::args::PipelineArgs;
-use crate::output::{out, outln};
+use crate::output::out;
 use crate::progress::Bar;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ledger_pipeline::config::Config;
 use ledger_pipeline::distributed::{self, CoordinatorOptions, WorkerOptions};
-use ledger_pipeline::{IndexJob, Stage};
+use ledger_pipeline::{IndexJob, Overrides, Settings, Stage, VerifyFormat};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// The command line, as recorded in the `runs` table: credentials in URLs removed.
 fn command_line() -> String {
     let line = std::env::args().collect::<Vec<_>>().join(" ");
-    ledger_core::redact_credentials(&line)
+    ledger_pipeline::redact_credentials(&line)
 }
 
 /// `ledger index PATH... --out GRAPH` (or `--estimate`); the summary goes to stdout, or to
@@ -23,12 +23,11 @@ fn command_line() -> String {
 pub fn index(
     paths: &[PathBuf],
     out: &Path,
-    args: PipelineArgs,
     estimate: bool,
     summary_to_stderr: bool,
     config: &Config,
 ) -> Result<ExitCode> {
-    let stage = Stage::new(args.apply(config))?;
+    let stage = Stage::new(Settings::of(config))?;
     let parts = config.store.parts(out)?;
     let command = command_line();
     let job = IndexJob {
@@ -97,33 +96,24 @@ impl CoordinatorArgs {
     pub fn paths(&self) -> &[PathBuf] {
         &self.paths
     }
+
+    /// What its flags override in the configuration.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            amqp: self.amqp.clone(),
+            max_attempts: self.max_attempts,
+            ..self.pipeline.overrides()
+        }
+    }
 }
 
 /// `ledger coordinator`: exit 1 when a document ended in the dead-letter queue, 3 when the
 /// graph is partial.
 pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
-    let CoordinatorArgs {
-        paths,
-        out,
-        amqp,
-        max_attempts,
-        pipeline,
-    } = args;
-    let settings = pipeline.apply(config);
-    let bar = Bar::new(settings.index.progress);
-    let allow_partial = settings.index.allow_partial;
-    let options = CoordinatorOptions {
-        amqp: amqp.unwrap_or(config.queue.amqp.clone()),
-        broker_roots: config.tls.extra_roots()?,
-        jobs: config.queue.jobs.clone(),
-        parts: (!config.store.parts.is_empty()).then(|| config.store.parts.clone()),
-        out,
-        paths,
-        settings,
-        max_attempts: max_attempts.unwrap_or(config.queue.max_attempts),
-        consumer_timeout: Duration::from_secs(config.queue.consumer_timeout_secs),
-        command: command_line(),
-    };
+    let CoordinatorArgs { paths, out, .. } = args;
+    let options = CoordinatorOptions::of(config, paths, out, command_line())?;
+    let bar = Bar::new(options.settings.index.progress);
+    let allow_partial = options.settings.index.allow_partial;
     let report = distributed::coordinator(&options, &bar)?;
     out!("{report}");
     let partial = partial_exit(report.partial(), allow_partial);
@@ -134,48 +124,10 @@ pub fn coordinator(args: CoordinatorArgs, config: &Config) -> Result<ExitCode> {
     })
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = term => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-}
-
 /// `ledger worker`: runs document jobs until SIGTERM (or idle, with `--exit-when-idle`).
-pub fn worker(
-    amqp: Option<String>,
-    roots: Vec<String>,
-    args: PipelineArgs,
-    prefetch: Option<u16>,
-    exit_when_idle: Option<u64>,
-    config: &Config,
-) -> Result<ExitCode> {
-    let mut all_roots = config.queue.worker_roots.clone();
-    all_roots.extend(roots);
-    let options = WorkerOptions {
-        amqp: amqp.unwrap_or(config.queue.amqp.clone()),
-        broker_roots: config.tls.extra_roots()?,
-        jobs: config.queue.jobs.clone(),
-        prefetch: prefetch.unwrap_or(config.queue.prefetch),
-        exit_when_idle: exit_when_idle.map(Duration::from_secs),
-        consumer_timeout: Duration::from_secs(config.queue.consumer_timeout_secs),
-        stage: std::sync::Arc::new(Stage::new(args.apply(config))?),
-        roots: all_roots,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let jobs = runtime.block_on(distributed::run_worker(&options, shutdown_signal()))?;
+pub fn worker(exit_when_idle: Option<u64>, config: &Config) -> Result<ExitCode> {
+    let options = WorkerOptions::of(config, exit_when_idle.map(Duration::from_secs))?;
+    let jobs = distributed::work(&options)?;
     eprintln!(
         "worker: {} done; exiting",
         ledger_pipeline::counted(usize::try_from(jobs).unwrap_or(usize::MAX), "job")
@@ -183,73 +135,21 @@ pub fn worker(
     Ok(ExitCode::SUCCESS)
 }
 
-/// How `ledger verify` prints its findings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum VerifyFormat {
-    /// `file:line:col: level: message`, like a compiler.
-    Text,
-    /// One JSON object per finding and line.
-    Json,
-    /// One SARIF 2.1.0 log.
-    Sarif,
-    /// GitHub Actions workflow annotations.
-    Github,
-}
-
-/// `ledger verify`'s flags.
-pub struct VerifyOptions {
-    /// Ambiguous references fail the check too.
-    pub fail_on_ambiguous: bool,
-    /// Only references and unreadable documents, not other diagnostics.
-    pub no_diagnostics: bool,
-    /// How to print.
-    pub format: VerifyFormat,
-    /// Findings already known.
-    pub baseline: Option<PathBuf>,
-    /// Globs to leave out, added to `index.exclude`.
-    pub exclude: Vec<String>,
-}
-
-/// `ledger verify PATH...`: findings on stdout in the format asked, the summary on stderr; exit
-/// 1 when the check failed.
-pub fn verify(paths: &[PathBuf], options: &VerifyOptions, config: &Config) -> Result<ExitCode> {
-    let mut c = config.verify.clone();
-    c.fail_on_ambiguous |= options.fail_on_ambiguous;
-    c.show_diagnostics &= !options.no_diagnostics;
-    let baseline = match &options.baseline {
+/// `ledger verify PATH...`: findings on stdout in `format`, the summary on stderr; exit 1 when
+/// the check failed. Findings in `baseline` are known and left out.
+pub fn verify(
+    paths: &[PathBuf],
+    format: VerifyFormat,
+    baseline: Option<&Path>,
+    config: &Config,
+) -> Result<ExitCode> {
+    let baseline = match baseline {
         Some(path) => ledger_pipeline::verify::read_baseline(path)?,
         None => Default::default(),
     };
-    let mut index = config.index.clone();
-    index.exclude.extend(options.exclude.iter().cloned());
-    let report = ledger_pipeline::verify::verify(paths, &index, &c, &baseline)?;
-    match options.format {
-        VerifyFormat::Text => {
-            for f in &report.findings {
-                outln!("{f}");
-            }
-        }
-        VerifyFormat::Json => {
-            for f in &report.findings {
-                outln!("{}", f.to_json());
-            }
-        }
-        VerifyFormat::Sarif => outln!("{:#}", report.sarif()),
-        VerifyFormat::Github => {
-            for f in &report.findings {
-                outln!("{}", f.github_annotation());
-            }
-        }
-    }
-    let suppressed = if report.suppressed > 0 {
-        format!(" ({} suppressed)", report.suppressed)
-    } else {
-        String::new()
-    };
-    eprintln!(
-        "{} documents, {} references: {} broken, {} ambiguous{suppressed}",
-        report.documents, report.mentions, report.broken, report.ambiguous
-    );
+    let report = ledger_pipeline::verify::verify(paths, &config.index, &config.verify, &baseline)?;
+    out!("{}", report.render(format));
+    eprintln!("{}", report.summary());
     Ok(if report.failed {
         ExitCode::from(1)
     } else {
@@ -263,15 +163,7 @@ pub fn verify(paths: &[PathBuf], options: &VerifyOptions, config: &Config) -> Re
 /// embedded again).
 pub fn update_graph(paths: &[PathBuf], graph: &Path, config: &Config) -> Result<ExitCode> {
     let built = ledger_pipeline::index::built_with(graph)?;
-    let args = PipelineArgs {
-        no_progress: true,
-        no_depends: built.judge.is_none(),
-        no_related: built.embedder.is_none(),
-        judge: built.judge,
-        embedder: built.embedder,
-        summarizer: built.summarizer,
-        ..PipelineArgs::default()
-    };
+    let config = Overrides::as_built(&built).apply(config.clone());
     eprintln!("updating the graph {}", graph.display());
-    index(paths, graph, args, false, true, config)
+    index(paths, graph, false, true, &config)
 }

@@ -5,7 +5,6 @@
 
 mod args;
 mod bench;
-mod config;
 mod edit;
 mod eval;
 mod index;
@@ -17,7 +16,8 @@ mod query;
 use anyhow::{Context, Result};
 use args::{EditArgs, PipelineArgs, TermArgs, choice};
 use clap::{CommandFactory, Parser, Subcommand};
-use ledger_pipeline::SqlFormat;
+use ledger_pipeline::edit::Op;
+use ledger_pipeline::{Overrides, SqlFormat, VerifyFormat};
 use output::{out, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -308,8 +308,8 @@ with terms.toml:
         /// Output: text (`file:line:col: level: message`), json (one object per line: file,
         /// line, column, rule, severity, message), sarif (SARIF 2.1.0, for code scanning) or
         /// github (workflow annotations).
-        #[arg(long, value_enum, default_value_t = index::VerifyFormat::Text)]
-        format: index::VerifyFormat,
+        #[arg(long, default_value = "text", value_parser = choice::<VerifyFormat>(VerifyFormat::NAMES))]
+        format: VerifyFormat,
         /// Report only findings not in this file (what `--format json` printed before; line
         /// numbers may have moved).
         #[arg(long, value_name = "FILE")]
@@ -424,6 +424,59 @@ impl Command {
             _ => None,
         }
     }
+
+    /// What the command's flags override in the configuration.
+    fn overrides(&self) -> Overrides {
+        match self {
+            Command::Index { pipeline, .. } => pipeline.overrides(),
+            Command::Coordinator(args) => args.overrides(),
+            Command::Worker {
+                amqp,
+                roots,
+                pipeline,
+                prefetch,
+                ..
+            } => Overrides {
+                amqp: amqp.clone(),
+                worker_roots: roots.clone(),
+                prefetch: *prefetch,
+                ..pipeline.overrides()
+            },
+            Command::Verify {
+                fail_on_ambiguous,
+                no_diagnostics,
+                exclude,
+                ..
+            } => Overrides {
+                fail_on_ambiguous: *fail_on_ambiguous,
+                no_diagnostics: *no_diagnostics,
+                exclude: exclude.clone(),
+                ..Overrides::default()
+            },
+            Command::Sql { format, .. } => Overrides {
+                sql_format: *format,
+                ..Overrides::default()
+            },
+            Command::Context { budget, .. } => Overrides {
+                budget: *budget,
+                ..Overrides::default()
+            },
+            Command::Impact { depth, .. } => Overrides {
+                impact_depth: *depth,
+                ..Overrides::default()
+            },
+            Command::Edit(args) => Overrides {
+                budget: args.budget(),
+                ..Overrides::default()
+            },
+            // Their own progress bars, not the indexing's inside them.
+            Command::Eval { .. } | Command::Bench { .. } => Overrides {
+                no_progress: true,
+                ..Overrides::default()
+            },
+            _ => Overrides::default(),
+        }
+    }
 }
 
 /// One function per command.
@@ -432,82 +485,56 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(input) => input.to_path_buf(),
         None => std::env::current_dir().unwrap_or_default(),
     };
-    let mut config = config::load(cli.config.as_deref(), &start)?;
-    config.index.progress &= !cli.quiet;
+    let flags = Overrides {
+        quiet: cli.quiet,
+        ..cli.command.overrides()
+    };
+    let config = ledger_pipeline::resolve(cli.config.as_deref(), &start, &flags)?;
     match cli.command {
         Command::Index {
             paths,
             out,
-            pipeline,
             estimate,
-        } => index::index(&paths, &out, pipeline, estimate, false, &config),
+            ..
+        } => index::index(&paths, &out, estimate, false, &config),
         Command::Coordinator(args) => index::coordinator(args, &config),
-        Command::Worker {
-            amqp,
-            roots,
-            pipeline,
-            prefetch,
-            exit_when_idle,
-        } => index::worker(amqp, roots, pipeline, prefetch, exit_when_idle, &config),
+        Command::Worker { exit_when_idle, .. } => index::worker(exit_when_idle, &config),
         Command::Verify {
             paths,
-            fail_on_ambiguous,
-            no_diagnostics,
             format,
             baseline,
-            exclude,
-        } => {
-            let options = index::VerifyOptions {
-                fail_on_ambiguous,
-                no_diagnostics,
-                format,
-                baseline,
-                exclude,
-            };
-            index::verify(&paths, &options, &config)
-        }
+            ..
+        } => index::verify(&paths, format, baseline.as_deref(), &config),
         Command::Sql {
-            graph,
-            query,
-            file,
-            format,
+            graph, query, file, ..
         } => {
-            let format = format.unwrap_or(config.sql.format);
             let script = match (query, file) {
                 (Some(q), _) if q == "-" => query::Script::Stdin,
                 (Some(q), _) => query::Script::Text(q),
                 (None, Some(f)) => query::Script::File(f),
                 (None, None) => query::Script::Stdin,
             };
-            query::sql(&graph, script, format)
+            query::sql(&graph, script, config.sql.format)
         }
         Command::Context {
             graph,
             target,
             instruction,
             doc,
-            budget,
             markdown,
+            ..
         } => {
             let ask = ledger_pipeline::retrieval::Ask {
                 targets: &target,
                 instruction: instruction.as_deref(),
                 doc: doc.as_deref(),
-                budget: budget.unwrap_or(config.retrieve.budget),
+                budget: config.retrieve.budget,
             };
             query::context(&graph, &ask, markdown, &config)
         }
         Command::Impact {
-            graph,
-            unit,
-            doc,
-            depth,
-        } => query::impact(
-            &graph,
-            &unit,
-            doc.as_deref(),
-            depth.unwrap_or(config.retrieve.impact_depth),
-        ),
+            graph, unit, doc, ..
+        } => query::impact(&graph, &unit, doc.as_deref(), config.retrieve.impact_depth),
         Command::Similar {
             graph,
             unit,
@@ -525,7 +552,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             edit::rename_terms(&[(old, new)], &name, &term.options(), &edit, &config)
         }
         Command::RenameTerms { terms, term, edit } => {
-            let list = edit::read_terms(&terms)?;
+            let list = ledger_pipeline::edit::read_terms(&terms)?;
             let name = format!("rename-terms {} ({} terms)", terms.display(), list.len());
             edit::rename_terms(&list, &name, &term.options(), &edit, &config)
         }
@@ -541,8 +568,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 text
             };
-            let op = edit::Structural::Insert {
-                before: &before,
+            let op = Op::Insert {
+                before: before.as_str(),
                 text,
             };
             edit::structural(op, doc.as_deref(), false, &edit, &config)
@@ -553,7 +580,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             edit,
             force,
         } => {
-            let op = edit::Structural::Delete { unit: &unit };
+            let op = Op::Delete {
+                unit: unit.as_str(),
+            };
             edit::structural(op, doc.as_deref(), force, &edit, &config)
         }
         Command::Move {
@@ -562,9 +591,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             doc,
             edit,
         } => {
-            let op = edit::Structural::Move {
-                unit: &unit,
-                before: &before,
+            let op = Op::Move {
+                unit: unit.as_str(),
+                before: before.as_str(),
             };
             edit::structural(op, doc.as_deref(), false, &edit, &config)
         }

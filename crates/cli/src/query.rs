@@ -23,9 +23,9 @@ pub enum Script {
 pub fn sql(graph: &Path, script: Script, format: SqlFormat) -> Result<ExitCode> {
     use std::io::IsTerminal;
     let format = match format {
-        SqlFormat::Table => ledger_store::OutputFormat::Table,
-        SqlFormat::Csv => ledger_store::OutputFormat::Csv,
-        SqlFormat::Json => ledger_store::OutputFormat::Json,
+        SqlFormat::Table => ledger_pipeline::OutputFormat::Table,
+        SqlFormat::Csv => ledger_pipeline::OutputFormat::Csv,
+        SqlFormat::Json => ledger_pipeline::OutputFormat::Json,
     };
     let text = match script {
         Script::Text(t) => t,
@@ -37,36 +37,27 @@ pub fn sql(graph: &Path, script: Script, format: SqlFormat) -> Result<ExitCode> 
             std::io::read_to_string(std::io::stdin()).context("reading standard input")?
         }
     };
-    let rt = runtime()?;
-    let results = rt.block_on(async {
-        let session = ledger_store::SqlSession::open(graph).await?;
+    let results = ledger_pipeline::block_on(async {
+        let session = ledger_pipeline::SqlSession::open(graph).await?;
         session.run_script(&text).await
-    })?;
+    })??;
     for (k, batches) in results.iter().enumerate() {
         if k > 0 {
             outln!();
         }
         outln!(
             "{}",
-            ledger_store::format_batches(batches, format)?.trim_end()
+            ledger_pipeline::format_batches(batches, format)?.trim_end()
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
 /// The interactive shell: line editing and history (in `$XDG_STATE_HOME/ledger/sql_history`, else
 /// `~/.local/state/ledger/sql_history`); a statement runs when a line ends with `;`; `.tables`,
 /// `.quit` and Ctrl-D as DuckDB's shell has them. An error is printed and the shell goes on.
-fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
-    let rt = runtime()?;
-    let session = rt.block_on(ledger_store::SqlSession::open(graph))?;
+fn shell(graph: &Path, format: ledger_pipeline::OutputFormat) -> Result<ExitCode> {
+    let session = ledger_pipeline::block_on(ledger_pipeline::SqlSession::open(graph))??;
     let mut editor = rustyline::DefaultEditor::new().context("starting the line editor")?;
     let history = std::env::var_os("XDG_STATE_HOME")
         .map(std::path::PathBuf::from)
@@ -113,19 +104,20 @@ fn shell(graph: &Path, format: ledger_store::OutputFormat) -> Result<ExitCode> {
             std::mem::take(&mut pending)
         };
         let _ = editor.add_history_entry(statement.trim());
-        match rt.block_on(session.run_script(&statement)) {
-            Ok(results) => {
+        match ledger_pipeline::block_on(session.run_script(&statement)) {
+            Ok(Ok(results)) => {
                 for batches in results {
-                    match ledger_store::format_batches(&batches, format) {
+                    match ledger_pipeline::format_batches(&batches, format) {
                         Ok(text) => outln!("{}", text.trim_end()),
                         Err(e) => eprintln!("error: {e}"),
                     }
                 }
             }
-            Err(e) => eprintln!(
+            Ok(Err(e)) => eprintln!(
                 "error: {}",
                 crate::output::said_once(&anyhow::Error::from(e))
             ),
+            Err(e) => eprintln!("error: {e}"),
         }
     }
     if let Some(h) = &history {
@@ -187,7 +179,7 @@ pub fn context(graph_path: &Path, ask: &Ask, markdown: bool, config: &Config) ->
         if let Some(text) = ask.instruction {
             s.push_str(&format!("# Instruction\n\n{text}\n\n"));
         }
-        s.push_str(&ledger_retrieve::markdown(&graph, c));
+        s.push_str(&ledger_pipeline::retrieval::markdown(&graph, c));
         s
     } else {
         serde_json::to_string_pretty(c)?
@@ -211,7 +203,7 @@ pub fn impact(graph: &Path, unit: &str, doc: Option<&str>, depth: usize) -> Resu
 
 /// `ledger similar`.
 pub fn similar(graph: &Path, unit: &str, doc: Option<&str>, k: usize) -> Result<ExitCode> {
-    let semantic = ledger_store::read_embeddings(graph)?;
+    let semantic = ledger_pipeline::read_embeddings(graph)?;
     outln!("model: {}", semantic.model);
     for (d, u, score, summary) in ledger_pipeline::semantic::similar(&semantic, doc, unit, k)? {
         let short: String = summary.chars().take(80).collect();

@@ -23,7 +23,7 @@ pub use relabel::{anchor_links, relabel};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 pub use structure::{Op, UnitAt, find_unit, renumber, structural};
-pub use term::{Left, TermRename, rename_term};
+pub use term::{Left, TermRename, read_terms, rename_term};
 pub use verify::{Finding, FindingKind, verify};
 
 /// Errors of edits.
@@ -40,9 +40,38 @@ pub enum EditError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// No unit goes by this name (id, label or prose) in the documents.
+    #[error("no unit `{0}` in these documents")]
+    UnitNotFound(String),
+    /// Several units go by this name: `doc:unit` of each.
+    #[error("`{name}` could be any of: {} (name the document with --doc or use a unit id)", .candidates.join(", "))]
+    AmbiguousUnit {
+        /// The name asked for.
+        name: String,
+        /// `document:unit` of each unit it could be.
+        candidates: Vec<String>,
+    },
+    /// The label or anchor to rename is defined nowhere in the documents (its message says
+    /// which kind was looked for).
+    #[error("{0}")]
+    LabelNotFound(String),
+    /// The new label or anchor is already defined (its message says where).
+    #[error("{0}")]
+    LabelTaken(String),
+    /// An edit names a file that was not read with the documents.
+    #[error("{} was not read", .0.display())]
+    NotRead(PathBuf),
     /// A file changed on disk since it was read.
     #[error("{0} changed on disk since it was read; nothing was written")]
     Changed(PathBuf),
+    /// A terminology file is not a table of `"old term" = "new term"`.
+    #[error("terms {path}: {message}")]
+    Terms {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (TOML's message names the line).
+        message: String,
+    },
     /// The undo record cannot be read.
     #[error("undo record {path}: {message}")]
     Record {
@@ -92,7 +121,7 @@ pub fn apply(
     for (path, mut list) in by_file {
         let old = texts
             .get(path)
-            .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+            .ok_or_else(|| EditError::NotRead(path.to_path_buf()))?;
         list.sort_by_key(|e| (e.start, e.end));
         let mut new = String::with_capacity(old.len());
         let mut at = 0;

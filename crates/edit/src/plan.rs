@@ -520,6 +520,36 @@ pub struct RenamePlan {
     pub left: Vec<crate::Left>,
 }
 
+impl RenamePlan {
+    /// What was left alone, for the user: a `file:line: left `text` (reason)` line per occurrence
+    /// a person should look at (casing, part of a name, an article not certain), then one line
+    /// counting them all by reason.
+    pub fn left_report(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+        for l in &self.left {
+            *reasons.entry(l.reason.as_str()).or_default() += 1;
+            if matches!(
+                l.reason.as_str(),
+                "casing" | "part of a name" | "article not certain"
+            ) {
+                lines.push(format!(
+                    "{}:{}: left `{}` ({})",
+                    l.path.display(),
+                    l.line,
+                    l.text,
+                    l.reason
+                ));
+            }
+        }
+        if !reasons.is_empty() {
+            let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} in {r}")).collect();
+            lines.push(format!("left alone: {}", list.join(", ")));
+        }
+        lines
+    }
+}
+
 /// The rename applied in memory and verified ([`plan_rename_terms`] with one term).
 pub fn plan_rename_term(
     sources: &Sources,

@@ -65,7 +65,7 @@ pub fn relabel(
         })
         .collect();
     if owners.is_empty() {
-        return Err(EditError::Invalid(format!(
+        return Err(EditError::LabelNotFound(format!(
             "no \\label{{{old}}} in these documents"
         )));
     }
@@ -74,7 +74,7 @@ pub fn relabel(
             .iter()
             .any(|u| u.labels.iter().any(|(l, _)| l == new))
     }) {
-        return Err(EditError::Invalid(format!(
+        return Err(EditError::LabelTaken(format!(
             "\\label{{{new}}} already exists in {}",
             owner.id
         )));
@@ -82,7 +82,7 @@ pub fn relabel(
     let text_of = |path: &Path| {
         texts
             .get(path)
-            .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))
+            .ok_or_else(|| EditError::NotRead(path.to_path_buf()))
     };
     // The definition: `\label{old}` in the owners' files. Documents that include the same
     // file (a blueprint's `print.tex` and `web.tex`) share one definition: one label.
@@ -212,7 +212,7 @@ fn relabel_anchor(
     let (d, u, rel) = match owners.as_slice() {
         [one] => one.clone(),
         [] => {
-            return Err(EditError::Invalid(format!(
+            return Err(EditError::LabelNotFound(format!(
                 "no LaTeX label or Markdown anchor `{old}` in these documents"
             )));
         }
@@ -234,14 +234,14 @@ fn relabel_anchor(
         .iter()
         .any(|x| x.labels.iter().any(|(l, _)| *l == taken))
     {
-        return Err(EditError::Invalid(format!(
+        return Err(EditError::LabelTaken(format!(
             "anchor `{new}` already exists in {rel}"
         )));
     }
     let path = PathBuf::from(doc.files.get(unit.file).cloned().unwrap_or_default());
     let text = texts
         .get(&path)
-        .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+        .ok_or_else(|| EditError::NotRead(path.to_path_buf()))?;
     let mut out = vec![anchor_definition(&path, text, unit, old_anchor, new)?];
     out.extend(anchor_links(docs, texts, &doc.id, u, old_anchor, new)?);
     out.sort();
@@ -314,6 +314,9 @@ fn anchor_definition(
 
 /// The replacements that point every Markdown link to anchor `old` of unit `unit` of document
 /// `doc_id` at `new` instead (`[x](file.md#old)` → `[x](file.md#new)`).
+// The documents and texts, the anchor's owner (document and unit) and both names: each
+// distinct, and the pipeline's anchor update calls it with all of them.
+#[allow(clippy::too_many_arguments)]
 pub fn anchor_links(
     docs: &[Document],
     texts: &BTreeMap<PathBuf, String>,
@@ -343,7 +346,7 @@ pub fn anchor_links(
             let path = PathBuf::from(doc.files.get(m.file).cloned().unwrap_or_default());
             let text = texts
                 .get(&path)
-                .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+                .ok_or_else(|| EditError::NotRead(path.to_path_buf()))?;
             let span = text.get(m.start_byte..m.end_byte).unwrap_or("");
             // Inline `(file.md#old)`, else a reference link's definition `[label]: file.md#old`.
             let at = match span.rfind(&suffix) {

@@ -13,26 +13,45 @@ pub type UnitAt = (usize, usize);
 
 /// A structural edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
+pub enum Op<U = UnitAt> {
     /// Insert `text` (LaTeX or Markdown source) before unit `before`.
     Insert {
         /// The unit the text goes before.
-        before: UnitAt,
+        before: U,
         /// The source text to insert.
         text: String,
     },
     /// Delete a unit with everything it contains.
     Delete {
         /// The unit.
-        unit: UnitAt,
+        unit: U,
     },
     /// Move a unit (with everything it contains) before another unit of the same file.
     Move {
         /// The unit moved.
-        unit: UnitAt,
+        unit: U,
         /// The unit it goes before.
-        before: UnitAt,
+        before: U,
     },
+}
+
+impl Op<&str> {
+    /// The edit with its units, named as a person names them (id, label, "Section 2"), found
+    /// with [`find_unit`] in document `doc` when given.
+    pub fn find(self, docs: &[Document], doc: Option<&str>) -> Result<Op> {
+        let find = |name: &str| find_unit(docs, doc, name);
+        Ok(match self {
+            Op::Insert { before, text } => Op::Insert {
+                before: find(before)?,
+                text,
+            },
+            Op::Delete { unit } => Op::Delete { unit: find(unit)? },
+            Op::Move { unit, before } => Op::Move {
+                unit: find(unit)?,
+                before: find(before)?,
+            },
+        })
+    }
 }
 
 /// Finds a unit by id, label or anchor, or prose such as "Figure 3" or "Section 2.1", in
@@ -64,16 +83,14 @@ pub fn find_unit(docs: &[Document], doc: Option<&str>, name: &str) -> Result<Uni
     }
     match hits.as_slice() {
         [one] => Ok(*one),
-        [] => Err(EditError::Invalid(format!(
-            "no unit `{name}` in these documents"
-        ))),
-        many => Err(EditError::Invalid(format!(
-            "`{name}` could be any of: {} (name the document with --doc or use a unit id)",
-            many.iter()
+        [] => Err(EditError::UnitNotFound(name.to_string())),
+        many => Err(EditError::AmbiguousUnit {
+            name: name.to_string(),
+            candidates: many
+                .iter()
                 .map(|&(d, u)| format!("{}:{}", docs[d].id, docs[d].units[u].id))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+                .collect(),
+        }),
     }
 }
 
@@ -131,7 +148,7 @@ fn unit_range(
     let path = PathBuf::from(&doc.files[unit.file]);
     let text = texts
         .get(&path)
-        .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+        .ok_or_else(|| EditError::NotRead(path.to_path_buf()))?;
     let end = unit.end_byte.min(text.len());
     Ok((
         path,
@@ -152,7 +169,7 @@ pub fn structural(
         let path = PathBuf::from(&doc.files[unit.file]);
         let text = texts
             .get(&path)
-            .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+            .ok_or_else(|| EditError::NotRead(path.to_path_buf()))?;
         Ok((
             path.clone(),
             line_start(text, unit.start_byte.min(text.len())),
@@ -277,7 +294,7 @@ pub fn renumber(
             let path = PathBuf::from(path);
             let text = after_texts
                 .get(&path)
-                .ok_or_else(|| EditError::Invalid(format!("{} was not read", path.display())))?;
+                .ok_or_else(|| EditError::NotRead(path.to_path_buf()))?;
             let len = m.end_byte - m.start_byte;
             let span = text.get(start..start + len).unwrap_or("");
             let at = span.rmatch_indices(number.as_str()).find(|(k, _)| {

@@ -6,7 +6,33 @@ use ledger_core::{Document, Format};
 use ledger_parse::regions::{RegionKind, regions};
 use regex::Regex;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// A terminology file (`ledger rename-terms`): a TOML table of `"old term" = "new term"`, as
+/// Vale's substitution rules list them, in the file's order.
+pub fn read_terms(path: &Path) -> Result<Vec<(String, String)>> {
+    let bad = |message: String| EditError::Terms {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(crate::io(path))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+    let mut terms = Vec::new();
+    for (old, new) in table {
+        let toml::Value::String(new) = new else {
+            return Err(bad(format!(
+                "`{old}` must map to a string (the new term), as in \"{old}\" = \"new term\""
+            )));
+        };
+        terms.push((old, new));
+    }
+    if terms.is_empty() {
+        return Err(bad("no term to rename".into()));
+    }
+    Ok(terms)
+}
 
 /// An occurrence of the old term that was not renamed, and why.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -164,10 +190,7 @@ pub fn rename_term(
                 continue;
             }
             let Some(text) = texts.get(&path) else {
-                return Err(EditError::Invalid(format!(
-                    "{} was not read",
-                    path.display()
-                )));
+                return Err(EditError::NotRead(path));
             };
             let line_starts: Vec<usize> = std::iter::once(0)
                 .chain(text.match_indices('\n').map(|(i, _)| i + 1))

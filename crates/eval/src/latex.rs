@@ -324,6 +324,85 @@ fn read_aux(path: &Path, depth: usize) -> std::io::Result<String> {
     Ok(all)
 }
 
+/// `ledger eval latex`: the rows of every bundled case, printed as a Markdown table of both
+/// ratios per document and in total, then each document's misses.
+pub struct Table {
+    /// One row per document.
+    pub rows: Vec<LatexRow>,
+    /// Every miss rather than the first few per document.
+    pub all_misses: bool,
+}
+
+impl Table {
+    /// Scores the bundled cases (see [`bundled_cases`]); an error when there is none.
+    pub fn of_bundled(datasets: &Path, corpora: Option<&Path>, all_misses: bool) -> Result<Table> {
+        let cases = bundled_cases(datasets, corpora);
+        if cases.is_empty() {
+            return Err(EvalError::Invalid(format!(
+                "no LaTeX document with an .aux under {} (run from the repository's root or pass --datasets)",
+                datasets.display()
+            )));
+        }
+        Ok(Table {
+            rows: run(&cases)?,
+            all_misses,
+        })
+    }
+}
+
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ratio = |a: usize, b: usize| {
+            if b == 0 {
+                "–".to_string()
+            } else {
+                format!("{:.3}", a as f64 / b as f64)
+            }
+        };
+        writeln!(
+            f,
+            "| document | references resolved | ratio | numbers equal to LaTeX's | ratio |"
+        )?;
+        writeln!(f, "|---|---:|---:|---:|---:|")?;
+        let (mut refs, mut resolved, mut labels, mut equal) = (0, 0, 0, 0);
+        for r in &self.rows {
+            writeln!(
+                f,
+                "| {} | {}/{} | {} | {}/{} | {} |",
+                r.name,
+                r.resolved,
+                r.references,
+                ratio(r.resolved, r.references),
+                r.numbers_equal,
+                r.labels,
+                ratio(r.numbers_equal, r.labels)
+            )?;
+            refs += r.references;
+            resolved += r.resolved;
+            labels += r.labels;
+            equal += r.numbers_equal;
+        }
+        writeln!(
+            f,
+            "| **all {} documents** | {resolved}/{refs} | {} | {equal}/{labels} | {} |",
+            self.rows.len(),
+            ratio(resolved, refs),
+            ratio(equal, labels)
+        )?;
+        for r in self.rows.iter().filter(|r| !r.misses.is_empty()) {
+            let shown = if self.all_misses { r.misses.len() } else { 5 };
+            writeln!(f, "\n{}:", r.name)?;
+            for m in r.misses.iter().take(shown) {
+                writeln!(f, "  {m}")?;
+            }
+            if r.misses.len() > shown {
+                writeln!(f, "  … {} more (--misses)", r.misses.len() - shown)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

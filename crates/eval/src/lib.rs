@@ -10,6 +10,7 @@
 //! (`ledger-pipeline`), runs every strategy on every case, makes and checks the edits, and writes
 //! the report.
 
+pub mod bench;
 pub mod check;
 pub mod depends;
 pub mod error;

@@ -58,15 +58,27 @@ pub struct CaseScore {
     pub within_budget: bool,
 }
 
-/// Scores a context (`retrieved`, graph indices) against a case's gold units (graph indices).
+/// A case's gold units (graph indices).
+#[derive(Debug, Clone, Copy)]
+pub struct Gold<'a> {
+    /// Units the edit must change.
+    pub must_change: &'a [usize],
+    /// Units it must leave alone.
+    pub must_not_change: &'a [usize],
+}
+
+/// Scores a context (`retrieved`, graph indices, of `tokens`) against a case's gold units.
 pub fn score(
     retrieved: &[usize],
     tokens: usize,
     budget: usize,
     document_tokens: usize,
-    must_change: &[usize],
-    must_not_change: &[usize],
+    gold: Gold,
 ) -> CaseScore {
+    let Gold {
+        must_change,
+        must_not_change,
+    } = gold;
     let retrieved: std::collections::HashSet<usize> = retrieved.iter().copied().collect();
     let share = |units: &[usize]| {
         if units.is_empty() {

@@ -6,7 +6,7 @@
 //! configurations, edge detection and the edit tables, as Markdown and JSON, with two plots.
 
 use crate::error::{Context, EvalError, Result};
-use crate::metrics::{CaseScore, Detection, mean, ratio, score};
+use crate::metrics::{CaseScore, Detection, Gold, mean, ratio, score};
 use crate::setup::Pipeline;
 use crate::strategy::{self, Method, Strategy};
 use crate::{Category, Generated, Spec, generate};
@@ -190,7 +190,7 @@ pub fn run(args: &Options, pipeline: &Pipeline, progress: &dyn Progress) -> Resu
         json.insert("real_edits".into(), serde_json::to_value(&track)?);
     }
     if args.track != Tracks::Real {
-        let report = generated(args, pipeline, &out, progress)?;
+        let report = generated(args, pipeline, progress)?;
         report.plots(&out)?;
         markdown.push_str(&report.markdown());
         broken.extend(report.invariants());
@@ -211,12 +211,7 @@ pub fn run(args: &Options, pipeline: &Pipeline, progress: &dyn Progress) -> Resu
 
 /// The generated track: documents written, indexed and scored, and the real documents' explicit
 /// cases (full run only).
-fn generated(
-    args: &Options,
-    pipeline: &Pipeline,
-    out: &Path,
-    progress: &dyn Progress,
-) -> Result<Report> {
+fn generated(args: &Options, pipeline: &Pipeline, progress: &dyn Progress) -> Result<Report> {
     let started = Instant::now();
     let strategies = strategy::all(pipeline.retrieve.ranking());
     let plan = plan(args.quick);
@@ -242,14 +237,7 @@ fn generated(
                 },
             );
             seed += 1;
-            results.push(evaluate(
-                out,
-                &generated,
-                tokens,
-                &strategies,
-                pipeline,
-                args,
-            )?);
+            results.push(evaluate(&generated, tokens, &strategies, pipeline, args)?);
             progress.advance(&name);
         }
     }
@@ -261,14 +249,7 @@ fn generated(
                 continue;
             }
             progress.note(&format!("real: {name}"));
-            results.push(evaluate_real(
-                out,
-                name,
-                &path,
-                &strategies,
-                pipeline,
-                args.budget_share,
-            )?);
+            results.push(evaluate_real(name, &path, &strategies, pipeline, args)?);
         }
     }
     Ok(Report::new(
@@ -345,9 +326,7 @@ impl Indexed {
     fn scores(
         &self,
         strategies: &[Strategy],
-        targets: &[usize],
-        must: &[usize],
-        must_not: &[usize],
+        gold: Gold,
         query: strategy::Query,
     ) -> Vec<(usize, CaseScore)> {
         strategies
@@ -363,18 +342,10 @@ impl Indexed {
                     &strategy.method,
                     &self.graph,
                     &self.doc_units,
-                    targets,
                     budget,
                     query,
                 );
-                let sc = score(
-                    &r.units,
-                    r.tokens,
-                    limit,
-                    self.document_tokens,
-                    must,
-                    must_not,
-                );
+                let sc = score(&r.units, r.tokens, limit, self.document_tokens, gold);
                 (s, sc)
             })
             .collect()
@@ -397,13 +368,13 @@ impl Indexed {
 
 /// Writes, indexes and scores one generated document.
 fn evaluate(
-    out: &Path,
     g: &Generated,
     size: usize,
     strategies: &[Strategy],
     pipeline: &Pipeline,
     args: &Options,
 ) -> Result<DocResult> {
+    let out = &args.out;
     let dir = out.join("documents").join(&g.name);
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join(g.file_name()), &g.source)?;
@@ -479,10 +450,15 @@ fn evaluate(
             .collect();
         let dense = ix.dense_to_targets(&targets);
         let query = strategy::Query {
+            targets: &targets,
             instruction: Some(&case.instruction),
             dense: Some(&dense),
         };
-        for (s, sc) in ix.scores(strategies, &targets, &must, &must_not, query) {
+        let gold = Gold {
+            must_change: &must,
+            must_not_change: &must_not,
+        };
+        for (s, sc) in ix.scores(strategies, gold, query) {
             scores.push((s, case.category, sc));
         }
     }
@@ -535,13 +511,13 @@ const REAL: [(&str, &str); 3] = [
 /// sources for `\ref`-family commands and `\uses` (not by the parser's mentions); explicit
 /// detection is measured against the same pairs.
 fn evaluate_real(
-    out: &Path,
     name: &str,
     main: &Path,
     strategies: &[Strategy],
     pipeline: &Pipeline,
-    budget_share: f64,
+    args: &Options,
 ) -> Result<DocResult> {
+    let (out, budget_share) = (&args.out, args.budget_share);
     static REF: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r"\\(?:ref|eqref|cref|Cref|autoref|pageref|nameref|vref|cpageref|uses)\*?\{([^}]*)\}",
@@ -642,10 +618,15 @@ fn evaluate_real(
         must.dedup();
         let dense = ix.dense_to_targets(&[target]);
         let query = strategy::Query {
+            targets: &[target],
             instruction: None,
             dense: Some(&dense),
         };
-        for (s, sc) in ix.scores(strategies, &[target], &must, &[], query) {
+        let gold = Gold {
+            must_change: &must,
+            must_not_change: &[],
+        };
+        for (s, sc) in ix.scores(strategies, gold, query) {
             scores.push((s, category, sc));
         }
     }
@@ -1238,4 +1219,27 @@ pub fn plot_lines(
     root.present()
         .map_err(|e| EvalError::Invalid(e.to_string()))?;
     Ok(())
+}
+
+/// `ledger eval generate`: writes the document `spec` gives as `out/name/main.tex` (or `.md`)
+/// with its ground truth `out/name/gold.json`; returns a line saying what it holds.
+pub fn write_generated(out: &Path, name: &str, spec: Spec) -> Result<String> {
+    let g = generate(name, spec);
+    let dir = out.join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join(g.file_name());
+    std::fs::write(&file, &g.source).with_context(|| format!("writing {}", file.display()))?;
+    std::fs::write(
+        dir.join("gold.json"),
+        serde_json::to_string_pretty(&g)? + "\n",
+    )?;
+    Ok(format!(
+        "{}: {} units, {} references, {} dependencies, {} related pairs, {} cases",
+        file.display(),
+        g.units.len(),
+        g.references.len(),
+        g.depends.len(),
+        g.related.len(),
+        g.cases.len()
+    ))
 }

@@ -191,9 +191,12 @@ pub struct Retrieved {
     pub tokens: usize,
 }
 
-/// What a case gives the strategies besides its targets.
+/// What a case gives the strategies: its targets (graph indices), the instruction, the dense
+/// relevance.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Query<'a> {
+    /// The units to edit.
+    pub targets: &'a [usize],
     /// The instruction (BM25 and LEDGER's lexical signal).
     pub instruction: Option<&'a str>,
     /// Cosine of units' summary embeddings with the query's (dense retrieval and LEDGER's
@@ -224,17 +227,16 @@ pub fn dense_scores(query: &[f32], vectors: &HashMap<usize, Vec<f32>>) -> HashMa
         .collect()
 }
 
-/// Runs `method` for `targets` of one document (`doc_units`: its graph indices in document
-/// order) under `budget` tokens.
+/// Runs `method` for the query's targets in one document (`doc_units`: its graph indices in
+/// document order) under `budget` tokens.
 pub fn retrieve(
     method: &Method,
     graph: &Graph,
     doc_units: &[usize],
-    targets: &[usize],
     budget: usize,
     query: Query,
 ) -> Retrieved {
-    retrieve_at(method, graph, doc_units, targets, &[budget], query)
+    retrieve_at(method, graph, doc_units, &[budget], query)
         .pop()
         .unwrap_or_default()
 }
@@ -245,10 +247,10 @@ pub fn retrieve_at(
     method: &Method,
     graph: &Graph,
     doc_units: &[usize],
-    targets: &[usize],
     budgets: &[usize],
     query: Query,
 ) -> Vec<Retrieved> {
+    let targets = query.targets;
     let units = graph.units();
     let pack = |order: &[usize], budget: usize| {
         let mut out = Retrieved::default();

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The statement each unit belongs to (a proof, and what is inside it, belongs to the statement
 /// it proves), as the learned judge groups units.
-pub use ledger_llm::depends::learned::statements;
+pub use ledger_llm::depends::statements;
 
 /// The document's DEPENDS verdicts (its `judgments`) against its `\uses`, at statement level,
 /// overall (`"all"`) and per environment of the dependent statement. Only backward gold pairs

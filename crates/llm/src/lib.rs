@@ -49,21 +49,12 @@ pub enum LlmError {
 /// Result alias of this crate.
 pub type Result<T, E = LlmError> = std::result::Result<T, E>;
 
-/// Runs a future to completion on a private runtime, on its own thread, so that it works from
-/// plain threads, rayon workers and async tasks alike.
+/// Runs a future to completion on the process's runtime (`ledger-runtime`), from plain threads,
+/// rayon workers and async tasks alike.
 pub(crate) fn block_on<F: std::future::Future + Send>(future: F) -> Result<F::Output>
 where
     F::Output: Send,
 {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map(|rt| rt.block_on(future))
-                .map_err(|e| LlmError::Config(format!("cannot start a tokio runtime: {e}")))
-        })
-        .join()
-    })
-    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    ledger_runtime::block_on(future)
+        .map_err(|e| LlmError::Config(format!("cannot start a tokio runtime: {e}")))
 }

@@ -8,6 +8,29 @@ use ledger_core::{
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 
+/// Bytes `start..end` of source file `file` (an index into the document's files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// The file.
+    pub file: usize,
+    /// First byte.
+    pub start: usize,
+    /// End byte (exclusive).
+    pub end: usize,
+}
+
+impl Span {
+    /// Bytes `start..end` of `file`.
+    pub fn new(file: usize, start: usize, end: usize) -> Span {
+        Span { file, start, end }
+    }
+
+    /// The position `byte` of `file` (an empty span).
+    pub fn at(file: usize, byte: usize) -> Span {
+        Span::new(file, byte, byte)
+    }
+}
+
 /// A document being built. Units refer to each other by index until [`Builder::finish`].
 pub(crate) struct Builder {
     pub doc: Document,
@@ -152,6 +175,8 @@ impl Builder {
     }
 
     /// Adds a unit; returns its index.
+    // What every unit has from the start (kind, environment, level, parent, file and bytes),
+    // called from every parser's handler; a struct would be built at each of those calls.
     #[allow(clippy::too_many_arguments)]
     pub fn unit(
         &mut self,
@@ -193,14 +218,10 @@ impl Builder {
     }
 
     /// Adds a label (with the number printed for it) to a unit; warns on a duplicate in the same document.
-    pub fn add_label(
-        &mut self,
-        unit: usize,
-        label: &str,
-        number: Option<String>,
-        file: usize,
-        byte: usize,
-    ) {
+    pub fn add_label(&mut self, unit: usize, label: &str, number: Option<String>, at: Span) {
+        let Span {
+            file, start: byte, ..
+        } = at;
         if let Some(&other) = self.label_owner.get(label) {
             if other != unit {
                 self.diag(
@@ -223,15 +244,8 @@ impl Builder {
         self.label_owner.contains_key(label)
     }
 
-    pub fn mention(
-        &mut self,
-        unit: usize,
-        file: usize,
-        start: usize,
-        end: usize,
-        kind: MentionKind,
-        key: TargetKey,
-    ) {
+    pub fn mention(&mut self, unit: usize, span: Span, kind: MentionKind, key: TargetKey) {
+        let Span { file, start, end } = span;
         let src = &self.texts[file];
         let text = src.get(start..end).unwrap_or_default().to_string();
         let (line, col) = self.line_col(file, start);
@@ -464,14 +478,8 @@ impl Builder {
                         family: m.family,
                         number: m.number,
                     };
-                    self.mention(
-                        unit,
-                        file,
-                        start + m.start,
-                        start + m.end,
-                        MentionKind::Prose,
-                        key,
-                    );
+                    let span = Span::new(file, start + m.start, start + m.end);
+                    self.mention(unit, span, MentionKind::Prose, key);
                     if let (Some(reason), Some(added)) = (m.external, self.doc.mentions.last_mut())
                     {
                         added.resolution = Resolution::External {

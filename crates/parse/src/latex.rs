@@ -9,7 +9,7 @@
 mod classes;
 pub(crate) mod lex;
 
-use crate::builder::Builder;
+use crate::builder::{Builder, Span};
 use crate::counters::Counters;
 use crate::source_file::Reading;
 use ledger_core::{Format, MentionKind, Severity, TargetKey, UnitKind};
@@ -78,6 +78,37 @@ const VERBATIM_STARTS: [&str; 8] = [
 
 /// Deepest `\input` nesting followed.
 const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// A command (or environment) of file `file` that starts at byte `start` of `text`, its
+/// arguments from byte `after`: what the scanner's handlers are called with.
+#[derive(Clone, Copy)]
+struct At<'t> {
+    file: usize,
+    text: &'t str,
+    start: usize,
+    after: usize,
+}
+
+impl<'t> At<'t> {
+    fn new(file: usize, text: &'t str, start: usize, after: usize) -> Self {
+        At {
+            file,
+            text,
+            start,
+            after,
+        }
+    }
+}
+
+/// A theorem-like environment being defined (`\newtheorem`, `\declaretheorem`): its name, the
+/// name it prints, the counter it shares or the one it is numbered within, unnumbered if starred.
+struct NewTheorem<'a> {
+    env: &'a str,
+    display: &'a str,
+    shared: Option<&'a str>,
+    within: Option<&'a str>,
+    starred: bool,
+}
 
 /// A theorem-like environment defined by `\newtheorem` or known by its common name.
 #[derive(Debug, Clone)]
@@ -534,7 +565,7 @@ impl Latex {
             "begin" => self.begin(file, text, i, j),
             "end" => self.end(file, text, i, j),
             "input" | "include" | "subfile" | "InputIfFileExists" | "import" | "subimport"
-            | "includefrom" | "inputfrom" => self.input(file, text, i, j, name),
+            | "includefrom" | "inputfrom" => self.input(At::new(file, text, i, j), name),
             "part" | "chapter" | "section" | "subsection" | "subsubsection" | "paragraph"
             | "subparagraph" | "addchap" | "addsec" => {
                 let run_in = matches!(name, "paragraph" | "subparagraph")
@@ -544,7 +575,7 @@ impl Latex {
                     self.mark_text(file, i);
                     after_star
                 } else if self.in_body {
-                    self.section(file, text, i, after_star, name, starred)
+                    self.section(At::new(file, text, i, after_star), name, starred)
                 } else {
                     after_star
                 }
@@ -569,16 +600,22 @@ impl Latex {
             "label" => self.label(file, text, i, j),
             "ref" | "autoref" | "Autoref" | "pageref" | "nameref" | "Nameref" | "vref" | "Vref"
             | "vpageref" | "hyperref" | "fref" | "Fref" => {
-                self.reference(file, text, i, after_star, MentionKind::Ref, false)
+                self.reference(At::new(file, text, i, after_star), MentionKind::Ref, false)
             }
-            "eqref" => self.reference(file, text, i, after_star, MentionKind::Eqref, false),
+            "eqref" => self.reference(
+                At::new(file, text, i, after_star),
+                MentionKind::Eqref,
+                false,
+            ),
             "cref" | "Cref" | "cpageref" | "Cpageref" | "labelcref" | "namecref" | "nameCref"
             | "lcnamecref" | "crefrange" | "Crefrange" | "cpagerefrange" | "Cpagerefrange" => {
-                self.reference(file, text, i, after_star, MentionKind::Cref, true)
+                self.reference(At::new(file, text, i, after_star), MentionKind::Cref, true)
             }
-            "uses" => self.reference(file, text, i, after_star, MentionKind::Uses, true),
-            "caption" | "captionof" => self.caption(file, text, i, after_star, name == "captionof"),
-            "newtheorem" => self.newtheorem(file, text, i, after_star, starred),
+            "uses" => self.reference(At::new(file, text, i, after_star), MentionKind::Uses, true),
+            "caption" | "captionof" => {
+                self.caption(At::new(file, text, i, after_star), name == "captionof")
+            }
+            "newtheorem" => self.newtheorem(At::new(file, text, i, after_star), starred),
             "declaretheorem" => self.declaretheorem(text, after_star),
             "let" => self.let_counter(text, j),
             "newaliascnt" | "numberwithin" | "counterwithin" | "counterwithout" | "setcounter"
@@ -634,7 +671,9 @@ impl Latex {
                 k
             }
             _ if is_cite(name) => self.cite(file, text, i, after_star),
-            _ if self.macros.contains_key(name) => self.expand_macro(file, text, i, j, name),
+            _ if self.macros.contains_key(name) => {
+                self.expand_macro(At::new(file, text, i, j), name)
+            }
             "item" => {
                 self.mark_text(file, i);
                 let (custom, _) = opt(text, j);
@@ -796,15 +835,13 @@ impl Latex {
     /// A sectioning command (`\part` … `\subparagraph`, starred or not) at `i`: closes the
     /// sections at its level or deeper, numbers it and opens its unit; returns where scanning
     /// goes on.
-    fn section(
-        &mut self,
-        file: usize,
-        text: &str,
-        i: usize,
-        after: usize,
-        name: &str,
-        starred: bool,
-    ) -> usize {
+    fn section(&mut self, at: At, name: &str, starred: bool) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after,
+        } = at;
         self.close_paragraph();
         let (level, env) = match name {
             "part" => (-1, "part"),
@@ -1172,7 +1209,7 @@ impl Latex {
             return after;
         }
         if self.is_verbatim(base) {
-            return self.begin_verbatim(file, text, i, &name, after);
+            return self.begin_verbatim(At::new(file, text, i, after), &name);
         }
         let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
             "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => {
@@ -1228,7 +1265,7 @@ impl Latex {
                 .unit(UnitKind::Equation, base, 0, parent, file, i, after);
             // A `\label` given to the `subequations` around it names this display.
             for (l, number, f, at) in std::mem::take(&mut self.subequation_labels) {
-                self.b.add_label(unit, &l, Some(number), f, at);
+                self.b.add_label(unit, &l, Some(number), Span::at(f, at));
             }
             let after = if base == "alignat" {
                 arg(text, after).map_or(after, |a| a.1)
@@ -1260,7 +1297,7 @@ impl Latex {
             return after;
         }
         if self.theorems.contains_key(base) {
-            return self.begin_theorem(file, text, i, name, after);
+            return self.begin_theorem(At::new(file, text, i, after), name);
         }
         // Any other environment (lists, center, tabular …) is part of the surrounding text.
         let mut list = None;
@@ -1286,14 +1323,13 @@ impl Latex {
     /// A verbatim-like environment (`lstlisting`, `minted`, `verbatim` …) `name` begun at `i`, its
     /// content from `after`: raw text up to the matching `\end`, a listing unit unless it is a
     /// comment or inside a listing float; returns the index after its `\end`.
-    fn begin_verbatim(
-        &mut self,
-        file: usize,
-        text: &str,
-        i: usize,
-        name: &str,
-        after: usize,
-    ) -> usize {
+    fn begin_verbatim(&mut self, at: At, name: &str) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after,
+        } = at;
         let base = name.trim_end_matches('*');
         let close = format!("\\end{{{name}}}");
         let end = match find_from(text, after, &close) {
@@ -1346,7 +1382,7 @@ impl Latex {
                 }
                 if let Some(l) = kv.get("label") {
                     let number = self.b.doc.units[unit].number.clone();
-                    self.b.add_label(unit, l.trim(), number, file, i);
+                    self.b.add_label(unit, l.trim(), number, Span::at(file, i));
                 }
             }
         }
@@ -1355,14 +1391,13 @@ impl Latex {
 
     /// A theorem-like environment `name` begun at `i`, its optional title at `after`: a theorem
     /// unit, numbered unless starred; returns where scanning goes on.
-    fn begin_theorem(
-        &mut self,
-        file: usize,
-        text: &str,
-        i: usize,
-        name: String,
-        after: usize,
-    ) -> usize {
+    fn begin_theorem(&mut self, at: At, name: String) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after,
+        } = at;
         let starred = name.ends_with('*');
         let Some(def) = self.theorems.get(name.trim_end_matches('*')).cloned() else {
             return after;
@@ -1446,7 +1481,7 @@ impl Latex {
             self.subequation = None;
             let unit = self.container();
             for (l, number, f, at) in std::mem::take(&mut self.subequation_labels) {
-                self.b.add_label(unit, &l, Some(number), f, at);
+                self.b.add_label(unit, &l, Some(number), Span::at(f, at));
             }
         }
         if let Some(unit) = env.unit {
@@ -1455,7 +1490,7 @@ impl Latex {
                 let numbers = std::mem::take(&mut math.numbers);
                 let labels = std::mem::take(&mut math.labels);
                 for (l, number, at) in labels {
-                    self.b.add_label(unit, &l, number, file, at);
+                    self.b.add_label(unit, &l, number, Span::at(file, at));
                 }
                 let u = &mut self.b.doc.units[unit];
                 u.number = match numbers.as_slice() {
@@ -1491,7 +1526,13 @@ impl Latex {
 
     /// `\input`, `\include` or `\subfile` at `i`: reads and scans the named file in place (a
     /// missing file or a cycle is a diagnostic). Returns where scanning goes on.
-    fn input(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
+    fn input(&mut self, at: At, name: &str) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after: j,
+        } = at;
         let (target, end) = match name {
             "import" | "subimport" | "includefrom" | "inputfrom" => {
                 let Some((d, e1)) = arg(text, j) else {
@@ -1621,14 +1662,14 @@ impl Latex {
         if let Some((f, end, number)) = self.footnote.clone() {
             if f == file && i < end {
                 let unit = self.current_unit();
-                self.b.add_label(unit, &l, Some(number), file, i);
+                self.b.add_label(unit, &l, Some(number), Span::at(file, i));
                 return;
             }
             self.footnote = None;
         }
         if let Some(number) = self.item_ref() {
             let unit = self.current_unit();
-            self.b.add_label(unit, &l, Some(number), file, i);
+            self.b.add_label(unit, &l, Some(number), Span::at(file, i));
             return;
         }
         // In display math, the label names the current line.
@@ -1658,19 +1699,18 @@ impl Latex {
             .number
             .clone()
             .or_else(|| self.section_label.clone());
-        self.b.add_label(unit, &l, number, file, i);
+        self.b.add_label(unit, &l, number, Span::at(file, i));
     }
 
     /// `\caption` at `i`: steps the float's counter and gives its unit a number and a title.
     /// Returns where scanning goes on.
-    fn caption(
-        &mut self,
-        file: usize,
-        text: &str,
-        i: usize,
-        after: usize,
-        captionof: bool,
-    ) -> usize {
+    fn caption(&mut self, at: At, captionof: bool) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after,
+        } = at;
         let mut k = after;
         let mut counter: Option<&'static str> = None;
         if captionof {
@@ -1747,14 +1787,13 @@ impl Latex {
 
     /// `\newtheorem{env}[shared]{Display}[within]` at `i` (starred: unnumbered). Returns where
     /// scanning goes on.
-    fn newtheorem(
-        &mut self,
-        file: usize,
-        text: &str,
-        i: usize,
-        after: usize,
-        starred: bool,
-    ) -> usize {
+    fn newtheorem(&mut self, at: At, starred: bool) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after,
+        } = at;
         let Some((env, e1)) = arg(text, after) else {
             return after;
         };
@@ -1769,26 +1808,26 @@ impl Latex {
             return e2;
         };
         let (within, e4) = opt(text, e3);
-        self.define_theorem(
-            env.trim(),
-            &clean_title(display),
-            shared.as_deref(),
-            within.as_deref(),
+        self.define_theorem(NewTheorem {
+            env: env.trim(),
+            display: &clean_title(display),
+            shared: shared.as_deref(),
+            within: within.as_deref(),
             starred,
-        );
+        });
         e4
     }
 
     /// Records a theorem-like environment and its counter (its own, shared, or reset within
     /// another).
-    fn define_theorem(
-        &mut self,
-        env: &str,
-        display: &str,
-        shared: Option<&str>,
-        within: Option<&str>,
-        starred: bool,
-    ) {
+    fn define_theorem(&mut self, t: NewTheorem) {
+        let NewTheorem {
+            env,
+            display,
+            shared,
+            within,
+            starred,
+        } = t;
         if env.contains('#') {
             return;
         }
@@ -1843,7 +1882,13 @@ impl Latex {
             .cloned();
         let within = kv.get("numberwithin").or(kv.get("parent")).cloned();
         let starred = kv.get("numbered").is_some_and(|v| v == "no");
-        self.define_theorem(env, &display, shared.as_deref(), within.as_deref(), starred);
+        self.define_theorem(NewTheorem {
+            env,
+            display: &display,
+            shared: shared.as_deref(),
+            within: within.as_deref(),
+            starred,
+        });
         end
     }
 
@@ -1965,7 +2010,13 @@ impl Latex {
     /// A call of a remembered macro at `i`: its arguments substituted into the body, whose
     /// references become mentions at the call and whose `\newtheorem`s are defined. Returns where
     /// scanning goes on.
-    fn expand_macro(&mut self, file: usize, text: &str, i: usize, j: usize, name: &str) -> usize {
+    fn expand_macro(&mut self, at: At, name: &str) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after: j,
+        } = at;
         let Some(m) = self.macros.get(name).cloned() else {
             return j;
         };
@@ -2005,13 +2056,13 @@ impl Latex {
         for c in NEWTHM.captures_iter(&body) {
             let starred = !c[1].is_empty();
             let display = clean_title(&c[4]);
-            self.define_theorem(
-                c[2].trim(),
-                &display,
-                c.get(3).map(|m| m.as_str()),
-                c.get(5).map(|m| m.as_str()),
+            self.define_theorem(NewTheorem {
+                env: c[2].trim(),
+                display: &display,
+                shared: c.get(3).map(|m| m.as_str()),
+                within: c.get(5).map(|m| m.as_str()),
                 starred,
-            );
+            });
         }
         static LABEL: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r"\\label\{([^}]*)\}").expect("valid"));
@@ -2029,9 +2080,7 @@ impl Latex {
             for (kind, key) in refs {
                 self.b.mention(
                     unit,
-                    file,
-                    i,
-                    k,
+                    Span::new(file, i, k),
                     if kind == MentionKind::Cite {
                         kind
                     } else {
@@ -2048,15 +2097,13 @@ impl Latex {
 
     /// A reference command (`\ref`, `\eqref`, `\cref` lists, `\uses` …) at `i`: one mention per
     /// key, at the key's own bytes. Returns where scanning goes on.
-    fn reference(
-        &mut self,
-        file: usize,
-        text: &str,
-        i: usize,
-        after: usize,
-        kind: MentionKind,
-        list: bool,
-    ) -> usize {
+    fn reference(&mut self, at: At, kind: MentionKind, list: bool) -> usize {
+        let At {
+            file,
+            text,
+            start: i,
+            after,
+        } = at;
         let o = skip_opt(text, after);
         let Some((keys, end)) = key_arg(text, o) else {
             self.b.diag(
@@ -2099,8 +2146,12 @@ impl Latex {
                 } else {
                     (content_start + s, content_start + e)
                 };
-                self.b
-                    .mention(unit, file, ms, me, kind, TargetKey::Label(key.to_string()));
+                self.b.mention(
+                    unit,
+                    Span::new(file, ms, me),
+                    kind,
+                    TargetKey::Label(key.to_string()),
+                );
             }
         }
         end
@@ -2137,9 +2188,7 @@ impl Latex {
             };
             self.b.mention(
                 unit,
-                file,
-                ms,
-                me,
+                Span::new(file, ms, me),
                 MentionKind::Cite,
                 TargetKey::Citation(key.to_string()),
             );
@@ -2169,12 +2218,9 @@ impl Latex {
         for (s, e, name) in found {
             let _ = match name.as_str() {
                 "label" => self.label(file, text, s, e),
-                "eqref" => self.reference(file, text, s, e, MentionKind::Eqref, false),
+                "eqref" => self.reference(At::new(file, text, s, e), MentionKind::Eqref, false),
                 "cref" | "Cref" | "uses" => self.reference(
-                    file,
-                    text,
-                    s,
-                    e,
+                    At::new(file, text, s, e),
                     if name == "uses" {
                         MentionKind::Uses
                     } else {
@@ -2183,7 +2229,7 @@ impl Latex {
                     true,
                 ),
                 n if is_cite(n) => self.cite(file, text, s, e),
-                _ => self.reference(file, text, s, e, MentionKind::Ref, false),
+                _ => self.reference(At::new(file, text, s, e), MentionKind::Ref, false),
             };
         }
     }

@@ -7,7 +7,7 @@
 //! "**Figure 1.**") is that numbered unit, so prose such as "Theorem 2" finds it. Links to anchors
 //! and pages are mentions; prose numbers inside a link's text are not read again.
 
-use crate::builder::Builder;
+use crate::builder::{Builder, Span};
 use crate::paths::normalise;
 use crate::source_file::Reading;
 use ledger_core::{Document, Format, MentionKind, Severity, TargetKey, UnitKind};
@@ -388,7 +388,8 @@ impl FileParse<'_> {
         let label = format!("{}#{anchor}", self.chapter.rel);
         let number = self.b.doc.units[unit].number.clone();
         let at = self.b.doc.units[unit].start_byte;
-        self.b.add_label(unit, &label, number, self.file, at);
+        self.b
+            .add_label(unit, &label, number, Span::at(self.file, at));
     }
 
     fn begin_block(&mut self, text: &str, tag: &Tag, range: Range<usize>) -> Option<usize> {
@@ -579,7 +580,7 @@ impl FileParse<'_> {
         let number = self.b.doc.units[unit].number.clone();
         let at = self.b.doc.units[unit].start_byte;
         self.b
-            .add_label(unit, &label, number.clone(), self.file, at);
+            .add_label(unit, &label, number.clone(), Span::at(self.file, at));
         // The heading's own anchor is its id: it goes first, before `<a id>` aliases.
         let labels = &mut self.b.doc.units[unit].labels;
         if let Some(pos) = labels.iter().position(|(l, _)| l == &label) {
@@ -589,7 +590,8 @@ impl FileParse<'_> {
         // The first heading of a file also answers for the file itself (`[x](ch04.md)`).
         if self.headings.len() == 1 && !self.b.has_label(&self.chapter.rel) {
             let rel = self.chapter.rel.clone();
-            self.b.add_label(unit, &rel, number, self.file, at);
+            self.b
+                .add_label(unit, &rel, number, Span::at(self.file, at));
         }
     }
 
@@ -624,7 +626,7 @@ impl FileParse<'_> {
             None => (range.start, range.end),
         };
         self.b
-            .mention(unit, self.file, s, e, MentionKind::Link, key);
+            .mention(unit, Span::new(self.file, s, e), MentionKind::Link, key);
     }
 
     fn includes(&mut self, text: &str, range: Range<usize>) {

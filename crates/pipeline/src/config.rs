@@ -111,6 +111,20 @@ choice! {
 }
 
 choice! {
+    /// Output format of `ledger verify --format`.
+    VerifyFormat {
+        /// `file:line:col: level: message`, like a compiler.
+        Text = "text",
+        /// One JSON object per finding and line.
+        Json = "json",
+        /// One SARIF 2.1.0 log.
+        Sarif = "sarif",
+        /// GitHub Actions workflow annotations.
+        Github = "github",
+    }
+}
+
+choice! {
     /// Output format of `ledger sql` (`sql.format`).
     SqlFormat {
         /// An aligned table.

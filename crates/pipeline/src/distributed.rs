@@ -2,10 +2,11 @@
 //! same document stage as `ledger index` ([`crate::index::process_document`]); the coordinator
 //! runs the same corpus stage and commit.
 
+use crate::config::Config;
 use crate::index::{Previous, StageOutcome, discover_inputs, thread_pool};
 use crate::report::{IndexJob, IndexReport, counted};
 use crate::stage::{DocReport, Part, Settings, Stage, part_key};
-use crate::{Error, Progress, Result, io};
+use crate::{Error, Progress, Refusal, Result, block_on, io};
 use ledger_queue::{
     Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, StageCounts, dead_queue,
 };
@@ -20,11 +21,16 @@ use std::time::{Duration, Instant};
 /// How long a worker or coordinator keeps trying to reach the broker before giving up.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(io(|| "starting the async runtime"))
+/// Deletes the job queue `queue` and its dead-letter queue from the broker at `amqp` (a
+/// benchmark's own queue, once it is done).
+pub fn delete_queues(queue: &str, amqp: &str, broker_roots: Option<&str>) -> Result<()> {
+    block_on(async {
+        let b = Broker::connect(amqp, broker_roots, Duration::from_secs(10)).await?;
+        b.delete_queue(queue).await?;
+        b.delete_queue(&dead_queue(queue)).await?;
+        b.close().await;
+        Ok(())
+    })?
 }
 
 /// Settings of `ledger worker`.
@@ -48,6 +54,45 @@ pub struct WorkerOptions {
     /// Folders (and `s3://bucket/prefix` URLs) this worker may read sources from and write parts
     /// to; a job naming anything else is refused.
     pub roots: Vec<String>,
+}
+
+impl WorkerOptions {
+    /// The worker `config` describes (its queue, roots and document stage); it exits once idle
+    /// for `exit_when_idle`, when given.
+    pub fn of(config: &Config, exit_when_idle: Option<Duration>) -> Result<WorkerOptions> {
+        Ok(WorkerOptions {
+            amqp: config.queue.amqp.clone(),
+            broker_roots: config.tls.extra_roots()?,
+            jobs: config.queue.jobs.clone(),
+            prefetch: config.queue.prefetch,
+            exit_when_idle,
+            consumer_timeout: Duration::from_secs(config.queue.consumer_timeout_secs),
+            stage: Arc::new(Stage::new(Settings::of(config))?),
+            roots: config.queue.worker_roots.clone(),
+        })
+    }
+}
+
+/// `ledger worker`, from sync code: [`run_worker`] until SIGTERM or Ctrl-C (or idle).
+pub fn work(options: &WorkerOptions) -> Result<u64> {
+    ledger_runtime::block_on_here(run_worker(options, shutdown_signal()))
+        .map_err(io(|| "starting the async runtime"))?
+}
+
+/// Resolves on SIGTERM or Ctrl-C: a worker's `shutdown`.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
 }
 
 /// `ledger worker`: consumes document jobs until `shutdown` resolves (or until idle with
@@ -152,10 +197,10 @@ async fn handle(
             ))),
         }
     } else {
-        Err(Error::Refused(format!(
-            "protocol version {} (this worker speaks {PROTOCOL_VERSION})",
-            job.protocol
-        )))
+        Err(Error::Refused(Refusal::Protocol {
+            job: job.protocol,
+            worker: PROTOCOL_VERSION,
+        }))
     };
     match outcome {
         Ok((usage, stage)) => {
@@ -231,7 +276,7 @@ fn resolve(path: &Path) -> Option<PathBuf> {
 
 /// Refuses `what` (a job's path or parts URL) unless it lies under one of `roots`: a local path
 /// (or `file://` URL) resolved inside a root folder, or a URL under a root URL.
-fn check_root(roots: &[String], what: &str, role: &str) -> Result<()> {
+fn check_root(roots: &[String], what: &str, role: &'static str) -> Result<()> {
     let local = |s: &str| -> Option<PathBuf> {
         let path = s.strip_prefix("file://").unwrap_or(s);
         (!path.contains("://")).then(|| PathBuf::from(path))
@@ -255,9 +300,10 @@ fn check_root(roots: &[String], what: &str, role: &str) -> Result<()> {
     if inside {
         Ok(())
     } else {
-        Err(Error::Refused(format!(
-            "{role} {what} is not under this worker's roots (--root, queue.worker_roots)"
-        )))
+        Err(Error::Refused(Refusal::OutsideRoots {
+            role,
+            path: what.to_string(),
+        }))
     }
 }
 
@@ -270,11 +316,10 @@ fn run_job(
     roots: &[String],
 ) -> Result<(ledger_llm::UsageSnapshot, StageCounts)> {
     if stage.fingerprint() != job.fingerprint {
-        return Err(Error::Refused(format!(
-            "this worker's pipeline differs from the coordinator's (fingerprint {} vs {}): check that both run the same ledger version with the same settings and models",
-            stage.fingerprint(),
-            job.fingerprint
-        )));
+        return Err(Error::Refused(Refusal::Fingerprint {
+            worker: stage.fingerprint().to_string(),
+            job: job.fingerprint.clone(),
+        }));
     }
     check_root(roots, &job.source, "source")?;
     check_root(roots, &job.parts, "parts")?;
@@ -282,9 +327,7 @@ fn run_job(
         Some(root) => check_root(roots, root, "input root")?,
         None if stage.settings().index.allow_outside_root => {}
         None => {
-            return Err(Error::Refused(
-                "the job reads without an input root, which this worker does not allow (index.allow_outside_root)".into(),
-            ));
+            return Err(Error::Refused(Refusal::NoInputRoot));
         }
     }
     let before = stage
@@ -300,10 +343,7 @@ fn run_job(
     let doc = stage.parse(&source);
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     if key != job.key {
-        return Err(Error::Invalid(format!(
-            "{} changed since the coordinator scanned it (content hash differs); rerun the coordinator",
-            job.source
-        )));
+        return Err(Error::SourceChanged(job.source.clone()));
     }
     let parts = ledger_store::PartStore::open(&job.parts)
         .map_err(crate::store(|| format!("opening part store {}", job.parts)))?;
@@ -351,6 +391,30 @@ pub struct CoordinatorOptions {
     pub consumer_timeout: Duration,
     /// The command line recorded in the `runs` table.
     pub command: String,
+}
+
+impl CoordinatorOptions {
+    /// The coordinator `config` describes, indexing `paths` into the graph `out`; `command` is
+    /// recorded in the `runs` table.
+    pub fn of(
+        config: &Config,
+        paths: Vec<PathBuf>,
+        out: PathBuf,
+        command: String,
+    ) -> Result<CoordinatorOptions> {
+        Ok(CoordinatorOptions {
+            amqp: config.queue.amqp.clone(),
+            broker_roots: config.tls.extra_roots()?,
+            jobs: config.queue.jobs.clone(),
+            parts: (!config.store.parts.is_empty()).then(|| config.store.parts.clone()),
+            out,
+            paths,
+            settings: Settings::of(config),
+            max_attempts: config.queue.max_attempts,
+            consumer_timeout: Duration::from_secs(config.queue.consumer_timeout_secs),
+            command,
+        })
+    }
 }
 
 /// What a coordinator run came to.
@@ -486,8 +550,7 @@ pub fn coordinator(
         });
     }
     report.published = jobs.len();
-    let (usage, worked) =
-        runtime()?.block_on(follow(options, &events, &run, jobs, &mut report, progress))?;
+    let (usage, worked) = block_on(follow(options, &events, &run, jobs, &mut report, progress))??;
     stage_report.add(&worked);
     let dead: std::collections::HashSet<&str> =
         report.dead.iter().map(|(d, _)| d.as_str()).collect();
@@ -524,6 +587,9 @@ pub fn coordinator(
 /// the chat usage the workers reported and the sum of their documents' stage reports.
 /// Reconnects when the broker restarts (the events queue is durable, so nothing reported is
 /// lost).
+// The coordinator's one loop: its options, the run's queue and id, its jobs, the report it
+// fills and the progress it shows; split, each part would take most of them again.
+#[allow(clippy::too_many_arguments)]
 async fn follow(
     options: &CoordinatorOptions,
     events: &str,

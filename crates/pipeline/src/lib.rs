@@ -11,16 +11,30 @@ pub mod corpus;
 pub mod distributed;
 pub mod index;
 pub mod llm_edit;
+pub mod progress;
 pub mod report;
+pub mod resolve;
 pub mod retrieval;
 pub mod semantic;
 pub mod stage;
 pub mod verify;
 
-pub use config::{Config, EmbedderKind, JudgeKind, RelatedScope, SqlFormat, SummarizerKind};
+pub use config::{
+    Config, EmbedderKind, JudgeKind, RelatedScope, SqlFormat, SummarizerKind, VerifyFormat,
+};
 pub use llm_edit::LlmEdit;
+pub use progress::{Progress, Quiet};
 pub use report::{Corpus, CorpusSummary, IndexJob, IndexReport, counted};
+pub use resolve::{Overrides, resolve};
 pub use stage::{DocReport, Part, Settings, Stage, assemble, part_key};
+
+// What the commands name of the crates below, so that the binary depends on this crate and
+// `ledger-eval` only (as `datafusion` re-exports what its users need of arrow and parquet).
+pub use ledger_core::{Format, redact_credentials};
+pub use ledger_edit as edit;
+pub use ledger_embed::minilm;
+pub use ledger_parse::regions::RegionKind;
+pub use ledger_store::{OutputFormat, SqlSession, format_batches, read_embeddings};
 
 /// Errors of the pipeline.
 #[derive(Debug, thiserror::Error)]
@@ -28,10 +42,15 @@ pub enum Error {
     /// Settings or a request that cannot work as given.
     #[error("{0}")]
     Invalid(String),
-    /// A job this worker's configuration does not allow (another fingerprint, a path outside
-    /// its roots, another protocol): dead-lettered at once, not retried.
+    /// A job this worker's configuration does not allow: dead-lettered at once, not retried.
     #[error("refused: {0}")]
-    Refused(String),
+    Refused(#[from] Refusal),
+    /// A source changed between the coordinator's scan and the worker's parse (retried; a new
+    /// coordinator run picks the change up).
+    #[error(
+        "{0} changed since the coordinator scanned it (content hash differs); rerun the coordinator"
+    )]
+    SourceChanged(String),
     /// Inputs that are themselves bad (missing paths, unknown file types); nothing was written.
     #[error("bad input, nothing written:\n{0}")]
     BadInput(String),
@@ -73,8 +92,54 @@ pub enum Error {
     Json(#[from] serde_json::Error),
 }
 
+/// Why a worker refuses a job.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The job speaks another protocol version.
+    #[error("protocol version {job} (this worker speaks {worker})")]
+    Protocol {
+        /// The job's.
+        job: u32,
+        /// This worker's.
+        worker: u32,
+    },
+    /// The job's document stage (its settings, models, version) is not this worker's.
+    #[error(
+        "this worker's pipeline differs from the coordinator's (fingerprint {worker} vs {job}): check that both run the same ledger version with the same settings and models"
+    )]
+    Fingerprint {
+        /// This worker's fingerprint.
+        worker: String,
+        /// The job's.
+        job: String,
+    },
+    /// The job names a path outside this worker's roots.
+    #[error("{role} {path} is not under this worker's roots (--root, queue.worker_roots)")]
+    OutsideRoots {
+        /// What the path is to the job: `source`, `parts`, `input root`.
+        role: &'static str,
+        /// The path or URL.
+        path: String,
+    },
+    /// The job has no input root, and this worker reads only under one.
+    #[error(
+        "the job reads without an input root, which this worker does not allow (index.allow_outside_root)"
+    )]
+    NoInputRoot,
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Runs `future` on the process's one async runtime (`ledger-runtime`), from sync code: the
+/// commands' SQL, the worker, the coordinator.
+pub fn block_on<F>(future: F) -> Result<F::Output>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    ledger_runtime::block_on(future).map_err(io(|| "starting the async runtime"))
+}
 
 /// An error with its sources, as one line.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
@@ -106,32 +171,4 @@ pub(crate) fn io<C: std::fmt::Display>(
         context: context().to_string(),
         source,
     }
-}
-
-/// Where long steps report how far they are (a progress bar in the binary; nothing in tests).
-pub trait Progress: Sync {
-    /// A step of `total` items begins (`what`: "parsing", "documents").
-    fn start(&self, what: &str, total: u64);
-    /// The step turns out to have `more` items.
-    fn grow(&self, more: u64);
-    /// One more item is done; `message` names it or sums up.
-    fn advance(&self, message: &str);
-    /// A note on the current item, without advancing.
-    fn note(&self, message: &str);
-    /// Inside item `item` (a document), `step` ("judging", "summarising", "embedding") has done
-    /// `done` of `total` units: the long parts of one big document show movement too.
-    fn inner(&self, _item: &str, _step: &str, _done: u64, _total: u64) {}
-    /// The step is over.
-    fn finish(&self);
-}
-
-/// No progress shown.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn start(&self, _: &str, _: u64) {}
-    fn grow(&self, _: u64) {}
-    fn advance(&self, _: &str) {}
-    fn note(&self, _: &str) {}
-    fn finish(&self) {}
 }

@@ -191,6 +191,32 @@ pub struct LlmPlan {
     pub completion_tokens: u64,
 }
 
+impl LlmPlan {
+    /// What the user is told of the plan: the notes, the context's size, the repair round, the
+    /// model's note, the requests and tokens.
+    pub fn report(&self) -> Vec<String> {
+        let mut lines = self.notes.clone();
+        lines.push(format!(
+            "context: {} units, {} tokens ({:.1}% of the document)",
+            self.context_units,
+            self.context_tokens,
+            100.0 * self.context_tokens as f64 / self.document_tokens.max(1) as f64
+        ));
+        if !self.repaired.is_empty() {
+            lines.extend(self.repaired.iter().cloned());
+            lines.push("verification failed; the model was asked for one repair".into());
+        }
+        if !self.note.is_empty() {
+            lines.push(format!("model: {}", self.note));
+        }
+        lines.push(format!(
+            "{} requests, {} prompt + {} completion tokens",
+            self.requests, self.prompt_tokens, self.completion_tokens
+        ));
+        lines
+    }
+}
+
 /// Retrieval for the targets, the model's edits as structured output, applied in memory and
 /// verified; on blocking findings one repair round with them. Nothing is written.
 pub fn plan_llm_edit(config: &Config, sources: &Sources, args: &LlmEdit) -> Result<LlmPlan> {

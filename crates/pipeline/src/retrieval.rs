@@ -4,6 +4,8 @@
 use crate::config::{Config, RetrieveConfig, SummarizerKind};
 use crate::{Error, Result};
 use ledger_retrieve::{Graph, Request};
+
+pub use ledger_retrieve::markdown;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;

@@ -38,14 +38,29 @@ pub fn minilm_dir(config: &EmbedConfig) -> PathBuf {
     }
 }
 
-fn endpoint(
-    section: &str,
-    url: &str,
-    model: &str,
-    api_key_env: &str,
-    limits: (usize, u64, u32),
-    tls: &TlsConfig,
-) -> Result<Endpoint> {
+/// What the configuration says of an OpenAI-compatible endpoint (`[llm]` or `[embed]`).
+struct EndpointSettings<'a> {
+    /// The section, for messages.
+    section: &'a str,
+    url: &'a str,
+    model: &'a str,
+    /// The environment variable holding the API key (none when empty).
+    api_key_env: &'a str,
+    concurrency: usize,
+    timeout_secs: u64,
+    max_retries: u32,
+}
+
+fn endpoint(settings: EndpointSettings, tls: &TlsConfig) -> Result<Endpoint> {
+    let EndpointSettings {
+        section,
+        url,
+        model,
+        api_key_env,
+        concurrency,
+        timeout_secs,
+        max_retries,
+    } = settings;
     if url.is_empty() || model.is_empty() {
         return Err(Error::Invalid(format!(
             "{section}.url and {section}.model must be set (an OpenAI-compatible endpoint)"
@@ -55,7 +70,8 @@ fn endpoint(
     e.api_key = (!api_key_env.is_empty())
         .then(|| std::env::var(api_key_env).ok())
         .flatten();
-    (e.concurrency, e.timeout, e.max_retries) = (limits.0, Duration::from_secs(limits.1), limits.2);
+    (e.concurrency, e.timeout, e.max_retries) =
+        (concurrency, Duration::from_secs(timeout_secs), max_retries);
     e.extra_roots = tls.extra_roots()?;
     Ok(e)
 }
@@ -66,14 +82,16 @@ pub fn chat_client(llm: &LlmConfig, tls: &TlsConfig) -> Result<Option<Client>> {
     if llm.url.is_empty() {
         return Ok(None);
     }
-    let e = endpoint(
-        "llm",
-        &llm.url,
-        &llm.model,
-        &llm.api_key_env,
-        (llm.concurrency, llm.timeout_secs, llm.max_retries),
-        tls,
-    )?;
+    let settings = EndpointSettings {
+        section: "llm",
+        url: &llm.url,
+        model: &llm.model,
+        api_key_env: &llm.api_key_env,
+        concurrency: llm.concurrency,
+        timeout_secs: llm.timeout_secs,
+        max_retries: llm.max_retries,
+    };
+    let e = endpoint(settings, tls)?;
     Ok(Some(Client::new(e)?))
 }
 
@@ -123,14 +141,16 @@ pub fn models(config: &EmbedConfig, tls: &TlsConfig, chat: Option<&Client>) -> R
             Box::new(MiniLm::load(&dir)?)
         }
         EmbedderKind::Openai => {
-            let e = endpoint(
-                "embed",
-                &config.url,
-                &config.model,
-                &config.api_key_env,
-                (config.concurrency, config.timeout_secs, config.max_retries),
-                tls,
-            )?;
+            let settings = EndpointSettings {
+                section: "embed",
+                url: &config.url,
+                model: &config.model,
+                api_key_env: &config.api_key_env,
+                concurrency: config.concurrency,
+                timeout_secs: config.timeout_secs,
+                max_retries: config.max_retries,
+            };
+            let e = endpoint(settings, tls)?;
             Box::new(OpenAiEmbedder::new(Client::new(e)?, config.batch)?)
         }
     };

@@ -3,7 +3,7 @@
 //! `.ledgerignore` of path globs, or a baseline of findings already known. The findings print
 //! as text, JSON lines, SARIF 2.1.0 or GitHub Actions annotations.
 
-use crate::config::{IndexConfig, VerifyConfig};
+use crate::config::{IndexConfig, VerifyConfig, VerifyFormat};
 use crate::index::{load, refuse_bad_inputs};
 use crate::{Error, Result};
 use ledger_core::{Diagnostic, Resolution, Severity};
@@ -152,6 +152,38 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// The findings as `format` prints them, a line each (one SARIF log for `sarif`).
+    pub fn render(&self, format: VerifyFormat) -> String {
+        let lines: Vec<String> = match format {
+            VerifyFormat::Text => self.findings.iter().map(Finding::to_string).collect(),
+            VerifyFormat::Json => self
+                .findings
+                .iter()
+                .map(|f| f.to_json().to_string())
+                .collect(),
+            VerifyFormat::Sarif => vec![format!("{:#}", self.sarif())],
+            VerifyFormat::Github => self
+                .findings
+                .iter()
+                .map(Finding::github_annotation)
+                .collect(),
+        };
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// The summary line: documents, references, broken, ambiguous, suppressed.
+    pub fn summary(&self) -> String {
+        let suppressed = if self.suppressed > 0 {
+            format!(" ({} suppressed)", self.suppressed)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} documents, {} references: {} broken, {} ambiguous{suppressed}",
+            self.documents, self.mentions, self.broken, self.ambiguous
+        )
+    }
+
     /// The report as one SARIF 2.1.0 log, for code-scanning uploads; file URIs relative to
     /// the working folder where they lie under it.
     pub fn sarif(&self) -> serde_json::Value {

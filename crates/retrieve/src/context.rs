@@ -290,6 +290,8 @@ enum Source {
 
 impl Context {
     /// Takes `unit` when it fits the budget, else counts it as left out.
+    // A private step of packing, called from three loops with their own unit, score and reason.
+    #[allow(clippy::too_many_arguments)]
     fn take(
         &mut self,
         units: &[ledger_core::UnitRecord],

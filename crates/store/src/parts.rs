@@ -57,25 +57,6 @@ pub enum PartStore {
     },
 }
 
-/// Runs a future on a private runtime on its own thread (callers are plain threads, rayon
-/// workers, or tokio's blocking threads, where a runtime cannot be entered again).
-fn block_on<F: std::future::Future + Send>(future: F) -> F::Output
-where
-    F::Output: Send,
-{
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a current-thread runtime starts")
-                .block_on(future)
-        })
-        .join()
-    })
-    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
 fn object_error(url: &str, e: object_store::Error) -> StoreError {
     StoreError::Io {
         path: PathBuf::from(url),
@@ -142,7 +123,7 @@ impl PartStore {
             PartStore::Local(dir) => dir.join(format!("{key}.parquet")).is_file(),
             PartStore::Object { store, prefix, .. } => {
                 let path = Self::object_path(prefix, key);
-                block_on(async { store.head(&path).await.is_ok() })
+                ledger_runtime::block_on(async { store.head(&path).await.is_ok() }).unwrap_or(false)
             }
         }
     }
@@ -181,7 +162,8 @@ impl PartStore {
             }
             PartStore::Object { store, prefix, url } => {
                 let path = Self::object_path(prefix, key);
-                block_on(async { store.put(&path, bytes.into()).await })
+                ledger_runtime::block_on(async { store.put(&path, bytes.into()).await })
+                    .map_err(io_err(Path::new(url)))?
                     .map(|_| ())
                     .map_err(|e| object_error(url, e))
             }
@@ -250,12 +232,13 @@ impl PartStore {
             }
             PartStore::Object { store, prefix, url } => {
                 let path = Self::object_path(prefix, key);
-                let bytes = block_on(async {
+                let bytes = ledger_runtime::block_on(async {
                     match store.get(&path).await {
                         Ok(r) => r.bytes().await,
                         Err(e) => Err(e),
                     }
                 })
+                .map_err(io_err(Path::new(url)))?
                 .map_err(|e| object_error(url, e))?;
                 (bytes, PathBuf::from(format!("{url}/{key}.parquet")))
             }
@@ -267,22 +250,25 @@ impl PartStore {
     pub fn prune(&self, keep: &HashSet<String>) {
         match self {
             PartStore::Local(dir) => prune_folder(dir, keep),
-            PartStore::Object { store, prefix, .. } => block_on(async {
-                use futures::StreamExt;
-                let mut listing = store.list(Some(prefix));
-                let mut stale = Vec::new();
-                while let Some(Ok(meta)) = listing.next().await {
-                    let name = meta.location.filename().unwrap_or_default();
-                    if let Some(key) = name.strip_suffix(".parquet")
-                        && !keep.contains(key)
-                    {
-                        stale.push(meta.location.clone());
+            PartStore::Object { store, prefix, .. } => {
+                // Pruning is best effort: a runtime that cannot start leaves the parts.
+                let _ = ledger_runtime::block_on(async {
+                    use futures::StreamExt;
+                    let mut listing = store.list(Some(prefix));
+                    let mut stale = Vec::new();
+                    while let Some(Ok(meta)) = listing.next().await {
+                        let name = meta.location.filename().unwrap_or_default();
+                        if let Some(key) = name.strip_suffix(".parquet")
+                            && !keep.contains(key)
+                        {
+                            stale.push(meta.location.clone());
+                        }
                     }
-                }
-                for path in stale {
-                    let _ = store.delete(&path).await;
-                }
-            }),
+                    for path in stale {
+                        let _ = store.delete(&path).await;
+                    }
+                });
+            }
         }
     }
 }

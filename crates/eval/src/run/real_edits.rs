@@ -162,6 +162,9 @@ pub fn tuning_grid(base: Ranking) -> Vec<Ranking> {
 
 /// Runs the track over `sources` (the histories of a manifest, [`history::manifest`], or one a
 /// user names), working in `work`.
+// The track's inputs (histories, work folder, strategies, pipeline, limits) and progress: the
+// harness's one call, each argument distinct.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     sources: &[history::Source],
     work: &Path,
@@ -370,6 +373,7 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
                 None => HashMap::new(),
             };
             let query = Query {
+                targets: &[target_g],
                 instruction: Some(&commit.message),
                 dense: Some(&dense),
             };
@@ -378,7 +382,6 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
                     &st.method,
                     &case.graph,
                     &case.doc_units,
-                    &[target_g],
                     &BUDGETS,
                     query,
                 );

@@ -8,20 +8,24 @@
 //! ([`cache_key`]), so a rerun over unchanged documents sends nothing and a failed unit is
 //! judged again.
 
+mod context;
 pub mod learned;
 pub mod llm;
 pub mod offline;
+mod signals;
+mod terms;
+mod text;
 
+pub use context::{DocContext, candidates};
 pub use learned::{LearnedJudge, Model};
 pub use llm::LlmJudge;
-pub use offline::{Introductions, OfflineJudge};
+pub use offline::OfflineJudge;
+pub use signals::{Signals, statements};
+pub use terms::Introductions;
+pub use text::{is_ancestor, judge_text, judgeable};
 
-use ledger_core::{
-    CandidateVerdict, Document, Edge, EdgeKind, Judgment, JudgmentOutcome, Unit, UnitKind,
-};
-use regex::Regex;
+use ledger_core::{CandidateVerdict, Document, Edge, EdgeKind, Judgment, JudgmentOutcome};
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
 
 /// The verdict on one candidate.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,51 +38,6 @@ pub struct Verdict {
     pub elements: Vec<String>,
     /// The judge's probability that it depends (`None`: a yes/no judge, certain of its verdict).
     pub score: Option<f32>,
-}
-
-/// A document prepared for judging: what each unit introduces and uses, computed once.
-pub struct DocContext<'a> {
-    /// The document.
-    pub doc: &'a Document,
-    /// Its introductions.
-    pub intro: Introductions,
-    /// Per unit: earlier units of the same document it names explicitly (`\ref`, prose, links;
-    /// never `\uses`), with the mention text.
-    pub cited: Vec<Vec<(usize, String)>>,
-    /// What the learned judge reads of the document, computed on first use.
-    signals: std::sync::OnceLock<learned::Signals>,
-}
-
-impl<'a> DocContext<'a> {
-    /// Prepares `doc`.
-    pub fn new(doc: &'a Document) -> Self {
-        let index = doc.unit_indices();
-        let mut cited: Vec<Vec<(usize, String)>> = vec![Vec::new(); doc.units.len()];
-        for m in &doc.mentions {
-            if m.kind == ledger_core::MentionKind::Uses {
-                continue;
-            }
-            if let ledger_core::Resolution::Resolved { doc: d, unit } = &m.resolution
-                && d == &doc.id
-                && let Some(&j) = index.get(unit.as_str())
-                && j < m.unit
-                && !cited[m.unit].iter().any(|(k, _)| *k == j)
-            {
-                cited[m.unit].push((j, m.text.clone()));
-            }
-        }
-        DocContext {
-            doc,
-            intro: Introductions::of(doc),
-            cited,
-            signals: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// The learned judge's signals of the document (computed once).
-    pub fn signals(&self) -> &learned::Signals {
-        self.signals.get_or_init(|| learned::Signals::of(self))
-    }
 }
 
 /// One unit to judge: its document, the unit, its candidates and the cache key of the pair.
@@ -152,58 +111,6 @@ pub fn cache_key(judge: &str, doc: &Document, unit: usize, candidates: &[usize])
         h.update(doc.units[j].content_hash.as_bytes());
     }
     h.finalize().to_hex().to_string()
-}
-
-/// Blueprint annotations that would leak author-written dependencies into a judgment.
-static ANNOTATIONS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\\(?:uses|lean|leanok|mathlibok|notready|discussion)\b(?:\{[^}]*\})?")
-        .expect("valid")
-});
-
-/// The text a judge sees of a unit: `\uses{…}`, `\lean{…}`, `\leanok` … removed.
-pub fn judge_text(text: &str) -> String {
-    ANNOTATIONS.replace_all(text, "").into_owned()
-}
-
-/// Units that are judged and that can be prerequisites: units with prose or math of their own.
-pub fn judgeable(u: &Unit) -> bool {
-    !matches!(
-        u.kind,
-        UnitKind::Document | UnitKind::Section | UnitKind::Bibitem
-    )
-}
-
-/// True when `a` is an ancestor of `b` (a container is not a prerequisite of its own parts).
-pub fn is_ancestor(doc: &Document, a: usize, b: usize) -> bool {
-    let mut p = doc.units[b].parent;
-    while let Some(x) = p {
-        if x == a {
-            return true;
-        }
-        p = doc.units[x].parent;
-    }
-    false
-}
-
-/// Candidates of unit `i`: the `window` nearest preceding judgeable units, then earlier units
-/// that introduce a term or symbol `i` uses or that `i` names explicitly (outside the window
-/// too). Ancestors and descendants of `i` are left out; order is document order.
-pub fn candidates(ctx: &DocContext, i: usize, window: usize) -> Vec<usize> {
-    let (doc, intro) = (ctx.doc, &ctx.intro);
-    let related = |j: usize| is_ancestor(doc, j, i) || is_ancestor(doc, i, j);
-    let mut out: Vec<usize> = (0..i)
-        .rev()
-        .filter(|&j| judgeable(&doc.units[j]) && !related(j))
-        .take(window)
-        .collect();
-    let named = ctx.cited[i].iter().map(|(j, _)| *j);
-    for j in intro.introducers_used_by(i).into_iter().chain(named) {
-        if j < i && !related(j) && !out.contains(&j) {
-            out.push(j);
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 /// The judgments of a previous graph version that a run may reuse, by cache key.

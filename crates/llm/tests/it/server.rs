@@ -33,46 +33,43 @@ pub struct FakeServer {
     pub url: String,
     /// Its address.
     pub addr: std::net::SocketAddr,
-    hits: Arc<AtomicUsize>,
-    script: Arc<Mutex<VecDeque<Behaviour>>>,
+    state: Arc<State>,
+}
+
+/// What the server counts and is told to do, shared with its connections.
+#[derive(Default)]
+struct State {
+    hits: AtomicUsize,
+    script: Mutex<VecDeque<Behaviour>>,
     #[allow(dead_code)] // set by the CLI's distributed tests
-    delay_ms: Arc<AtomicUsize>,
-    edits: Arc<Mutex<VecDeque<String>>>,
-    requests: Arc<Mutex<Vec<String>>>,
+    delay_ms: AtomicUsize,
+    edits: Mutex<VecDeque<String>>,
+    requests: Mutex<Vec<String>>,
 }
 
 impl FakeServer {
     /// Starts a server on a free port, in its own thread and runtime.
     pub fn start() -> FakeServer {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let script = Arc::new(Mutex::new(VecDeque::new()));
-        let delay_ms = Arc::new(AtomicUsize::new(0));
-        let edits = Arc::new(Mutex::new(VecDeque::new()));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let (h, s, d) = (hits.clone(), script.clone(), delay_ms.clone());
-        let (e, r) = (edits.clone(), requests.clone());
+        let state = Arc::new(State::default());
+        let shared = state.clone();
         let addr = listen(move |socket| {
-            let (h, s, d) = (h.clone(), s.clone(), d.clone());
-            let (e, r) = (e.clone(), r.clone());
+            let state = shared.clone();
             async move {
-                let _ = serve(socket, h, s, d, e, r).await;
+                let _ = serve(socket, state).await;
             }
         });
         FakeServer {
             url: format!("http://{addr}/v1"),
             addr,
-            hits,
-            script,
-            delay_ms,
-            edits,
-            requests,
+            state,
         }
     }
 
     /// Queues the contents of the next answers to edit requests (schema `edits`).
     #[allow(dead_code)] // used by the CLI's edit tests
     pub fn answer_edits(&self, contents: &[String]) {
-        self.edits
+        self.state
+            .edits
             .lock()
             .expect("edits")
             .extend(contents.iter().cloned());
@@ -81,23 +78,23 @@ impl FakeServer {
     /// The bodies of every edit request received, in order.
     #[allow(dead_code)] // used by the CLI's edit tests
     pub fn edit_requests(&self) -> Vec<String> {
-        self.requests.lock().expect("requests").clone()
+        self.state.requests.lock().expect("requests").clone()
     }
 
     /// Makes every answer wait `ms` milliseconds (a slow model).
     #[allow(dead_code)] // used by the CLI's distributed tests
     pub fn set_delay(&self, ms: usize) {
-        self.delay_ms.store(ms, Ordering::SeqCst);
+        self.state.delay_ms.store(ms, Ordering::SeqCst);
     }
 
     /// Queues behaviours for the next requests (after them, requests are answered normally).
     pub fn script(&self, behaviours: &[Behaviour]) {
-        self.script.lock().expect("script").extend(behaviours);
+        self.state.script.lock().expect("script").extend(behaviours);
     }
 
     /// Requests received so far.
     pub fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
+        self.state.hits.load(Ordering::SeqCst)
     }
 }
 
@@ -157,14 +154,7 @@ pub fn vector_of(text: &str) -> Vec<f32> {
     v
 }
 
-async fn serve(
-    mut socket: TcpStream,
-    hits: Arc<AtomicUsize>,
-    script: Arc<Mutex<VecDeque<Behaviour>>>,
-    delay_ms: Arc<AtomicUsize>,
-    edits: Arc<Mutex<VecDeque<String>>>,
-    requests: Arc<Mutex<Vec<String>>>,
-) -> std::io::Result<()> {
+async fn serve(mut socket: TcpStream, state: Arc<State>) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
@@ -193,15 +183,16 @@ async fn serve(
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    hits.fetch_add(1, Ordering::SeqCst);
-    let delay = delay_ms.load(Ordering::SeqCst);
+    state.hits.fetch_add(1, Ordering::SeqCst);
+    let delay = state.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(delay as u64)).await;
     }
     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
     let body: serde_json::Value =
         serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);
-    let behaviour = script
+    let behaviour = state
+        .script
         .lock()
         .expect("script")
         .pop_front()
@@ -262,8 +253,13 @@ async fn serve(
             if path.ends_with("/chat/completions")
                 && body["response_format"]["json_schema"]["name"] == "edits" =>
         {
-            requests.lock().expect("requests").push(body.to_string());
-            let content = edits
+            state
+                .requests
+                .lock()
+                .expect("requests")
+                .push(body.to_string());
+            let content = state
+                .edits
                 .lock()
                 .expect("edits")
                 .pop_front()

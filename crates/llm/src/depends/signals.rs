@@ -1,0 +1,474 @@
+//! What the learned judge reads of a document, computed once per document: statement groups,
+//! words, TF-IDF and notation vectors, sections, popularity, ranks, anaphors.
+
+use super::terms::Introductions;
+use super::text::{is_ancestor, judge_text, judgeable};
+use ledger_core::{Document, UnitKind};
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+/// Environments whose unit defines what it names (shared with the rules judge).
+pub(super) fn is_definition(env: &str) -> bool {
+    super::terms::DEFINING_ENVS.contains(&env)
+}
+
+/// Theorem-like environments that state results.
+pub(super) fn is_result(env: &str) -> bool {
+    matches!(
+        env,
+        "theorem"
+            | "thm"
+            | "lemma"
+            | "lem"
+            | "proposition"
+            | "prop"
+            | "corollary"
+            | "cor"
+            | "claim"
+            | "conjecture"
+            | "hypothesis"
+            | "assumption"
+    )
+}
+
+/// Words of a label that describe its unit: `def:good-set` → `good`, `set`; `lem:bayesRisk_le`
+/// → `bayes`, `risk` (the prefix that names the kind, and words under three letters, dropped;
+/// camel case split).
+pub(super) fn label_words(label: &str) -> Vec<String> {
+    let rest = label.split_once(':').map_or(label, |(_, r)| r);
+    let mut words = Vec::new();
+    for part in rest.split(|c: char| !c.is_alphanumeric()) {
+        let mut word = String::new();
+        let mut previous_lower = false;
+        for c in part.chars() {
+            if c.is_uppercase() && previous_lower {
+                words.push(std::mem::take(&mut word));
+            }
+            previous_lower = c.is_lowercase() || c.is_ascii_digit();
+            word.extend(c.to_lowercase());
+        }
+        words.push(word);
+    }
+    words.retain(|w| w.len() >= 3);
+    words.dedup();
+    words
+}
+
+/// Notation in a text's math: commands with the letter they decorate (`\mathcal R`, `\hat y`)
+/// and letters with their sub- and superscripts (`R^P`, `r_\theta`), for a second TF-IDF.
+pub(super) fn math_atoms(text: &str) -> Vec<String> {
+    static MATH: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(?s)\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\begin\{(?:equation|align|gather|multline)\*?\}(.+?)\\end").expect("valid")
+    });
+    static ATOM: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"\\(?:mathcal|mathbb|mathfrak|mathscr|mathrm|mathsf|mathbf|operatorname|hat|tilde|bar|overline|widetilde|widehat|check)\s*\{?\s*\\?([A-Za-z]+)|\\([A-Za-z]{2,})|([A-Za-z])\s*([_^])\s*\{?\s*(\\?[A-Za-z0-9]+)").expect("valid")
+    });
+    let mut out = Vec::new();
+    for m in MATH.captures_iter(text) {
+        let Some(body) = m.iter().skip(1).flatten().next() else {
+            continue;
+        };
+        for a in ATOM.captures_iter(body.as_str()) {
+            let atom = if let Some(x) = a.get(1) {
+                format!(
+                    "{} {}",
+                    a[0].split(['{', ' ']).next().unwrap_or(""),
+                    x.as_str()
+                )
+            } else if let Some(x) = a.get(2) {
+                format!("\\{}", x.as_str())
+            } else {
+                format!("{}{}{}", &a[3], &a[4], &a[5])
+            };
+            if !STOP.contains(&atom.as_str()) {
+                out.push(atom);
+            }
+        }
+    }
+    out
+}
+
+/// Tokens of a text for TF-IDF and word matching: lower-case words of three letters or more,
+/// and LaTeX command names (notation: `\Lp`, `\dens`) kept with their backslash.
+pub(super) fn tokens(text: &str) -> Vec<String> {
+    static TOKEN: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"\\[A-Za-z]+|[A-Za-z][A-Za-z0-9]{2,}").expect("valid"));
+    TOKEN
+        .find_iter(text)
+        .map(|m| {
+            let t = m.as_str();
+            if t.starts_with('\\') {
+                t.to_string()
+            } else {
+                t.to_lowercase()
+            }
+        })
+        .filter(|t| !STOP.contains(&t.as_str()))
+        .collect()
+}
+
+/// Words and commands too common to carry a dependency.
+const STOP: &[&str] = &[
+    "the",
+    "and",
+    "for",
+    "that",
+    "this",
+    "with",
+    "are",
+    "let",
+    "then",
+    "there",
+    "from",
+    "such",
+    "which",
+    "any",
+    "all",
+    "have",
+    "has",
+    "not",
+    "its",
+    "can",
+    "also",
+    "where",
+    "each",
+    "one",
+    "two",
+    "some",
+    "by",
+    "be",
+    "is",
+    "if",
+    "we",
+    "of",
+    "on",
+    "in",
+    "to",
+    "as",
+    "an",
+    "it",
+    "or",
+    "\\begin",
+    "\\end",
+    "\\label",
+    "\\ref",
+    "\\cref",
+    "\\eqref",
+    "\\in",
+    "\\le",
+    "\\leq",
+    "\\ge",
+    "\\geq",
+    "\\to",
+    "\\cdot",
+    "\\left",
+    "\\right",
+    "\\mathbb",
+    "\\mathcal",
+    "\\text",
+    "\\emph",
+    "\\frac",
+    "\\sum",
+    "\\int",
+    "\\colon",
+    "\\quad",
+    "\\item",
+    "\\subset",
+    "\\subseteq",
+    "\\inf",
+    "\\sup",
+    "\\lim",
+    "\\max",
+    "\\min",
+    "\\log",
+    "\\exp",
+];
+
+/// What the learned judge reads of a document, computed once. A statement is judged with its
+/// proof: the units of a proof belong to the statement it proves (their *group*), and the
+/// statement, the group's head, is judged for all of them.
+pub struct Signals {
+    /// Per unit: the head of its group (a proof, and what is inside it, belong to the statement
+    /// it proves; any other unit is its own head).
+    pub group: Vec<usize>,
+    /// Per head: the units of its group, the head first.
+    pub(super) members: Vec<Vec<usize>>,
+    /// Per head: the token set of its group's text; per other unit: its own.
+    pub(super) words: Vec<HashSet<String>>,
+    /// Per unit: the TF-IDF vector of its own text, unit length, sorted by token id.
+    pub(super) tfidf: Vec<Vec<(u32, f32)>>,
+    /// Per head: the TF-IDF vector of its group's text.
+    pub(super) group_tfidf: Vec<Vec<(u32, f32)>>,
+    /// The same over the notation of their math ([`math_atoms`]).
+    pub(super) math: Vec<Vec<(u32, f32)>>,
+    /// Per head: the notation vector of its group.
+    pub(super) group_math: Vec<Vec<(u32, f32)>>,
+    /// Per unit: the words of its labels.
+    pub(super) label_words: Vec<Vec<String>>,
+    /// Per unit: the words of its title.
+    pub(super) title_words: Vec<Vec<String>>,
+    /// Per unit: the nearest enclosing section, and the topmost one.
+    pub(super) section: Vec<(Option<usize>, Option<usize>)>,
+    /// Per unit: how many units name it or use what it introduces.
+    pub(super) popularity: Vec<usize>,
+    /// Per unit: its rank among the judgeable units in document order.
+    pub(super) rank: Vec<usize>,
+    /// Per unit: the number of theorem-like units before it.
+    pub(super) statements_before: Vec<usize>,
+    /// Per unit: the antecedent of an anaphor that opens it.
+    pub(super) antecedent: Vec<Option<usize>>,
+    /// Per unit: the nearest earlier theorem-like unit of another group, not its ancestor.
+    pub(super) previous: Vec<Option<usize>>,
+}
+
+/// A sparse vector: (token id, weight), sorted by token id.
+type Sparse = Vec<(u32, f32)>;
+
+/// TF-IDF vectors of token lists: `(1 + ln tf) · ln(N / df)`, unit length, sorted by token id.
+pub(super) fn tfidf_vectors(
+    texts: &[Vec<String>],
+    groups: &[Vec<usize>],
+) -> (Vec<Sparse>, Vec<Sparse>) {
+    let mut vocabulary: HashMap<&str, u32> = HashMap::new();
+    let mut df: Vec<u32> = Vec::new();
+    for t in texts {
+        // Ids in the order words first appear (not a set's order, which varies from run to
+        // run and would change the order of the sums below, and so their last bits).
+        let mut seen: HashSet<&str> = HashSet::new();
+        for w in t.iter().map(String::as_str).filter(|w| seen.insert(w)) {
+            let id = *vocabulary.entry(w).or_insert_with(|| {
+                df.push(0);
+                (df.len() - 1) as u32
+            });
+            df[id as usize] += 1;
+        }
+    }
+    let docs = texts.iter().filter(|t| !t.is_empty()).count().max(1) as f32;
+    let vector = |units: &mut dyn Iterator<Item = &Vec<String>>| {
+        let mut tf: HashMap<u32, f32> = HashMap::new();
+        for t in units {
+            for w in t {
+                *tf.entry(vocabulary[w.as_str()]).or_default() += 1.0;
+            }
+        }
+        let mut v: Vec<(u32, f32)> = tf
+            .into_iter()
+            .map(|(id, c)| (id, (1.0 + c.ln()) * (docs / df[id as usize] as f32).ln()))
+            .filter(|(_, x)| *x > 0.0)
+            .collect();
+        // In id order before summing: the map's order varies from run to run, and so would
+        // the last bit of the norm.
+        v.sort_unstable_by_key(|(id, _)| *id);
+        let norm = v.iter().map(|(_, x)| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|(_, x)| *x /= norm);
+        }
+        v
+    };
+    let own = texts
+        .iter()
+        .map(|t| vector(&mut std::iter::once(t)))
+        .collect();
+    let grouped = groups
+        .iter()
+        .map(|m| {
+            if m.len() <= 1 {
+                Vec::new()
+            } else {
+                vector(&mut m.iter().map(|&k| &texts[k]))
+            }
+        })
+        .collect();
+    (own, grouped)
+}
+
+pub(super) fn cosine(a: &[(u32, f32)], b: &[(u32, f32)]) -> f64 {
+    let (mut x, mut y, mut dot) = (0, 0, 0.0f32);
+    while x < a.len() && y < b.len() {
+        match a[x].0.cmp(&b[y].0) {
+            std::cmp::Ordering::Less => x += 1,
+            std::cmp::Ordering::Greater => y += 1,
+            std::cmp::Ordering::Equal => {
+                dot += a[x].1 * b[y].1;
+                x += 1;
+                y += 1;
+            }
+        }
+    }
+    f64::from(dot)
+}
+
+impl Signals {
+    /// Computes the signals of `doc`, given what its units introduce and name (see
+    /// [`DocContext`](super::DocContext)).
+    pub fn of(doc: &Document, intro: &Introductions, cited: &[Vec<(usize, String)>]) -> Signals {
+        let n = doc.units.len();
+        let group = statements(doc);
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, &g) in group.iter().enumerate() {
+            if judgeable(&doc.units[i]) || i == g {
+                members[g].push(i);
+            }
+        }
+        for (g, m) in members.iter_mut().enumerate() {
+            m.sort_by_key(|&k| (k != g, k));
+        }
+        // Each judgeable unit's words and its math's notation, from what the judge sees of it.
+        let (texts, atoms): (Vec<Vec<String>>, Vec<Vec<String>>) = doc
+            .units
+            .iter()
+            .map(|u| {
+                if judgeable(u) {
+                    let seen = judge_text(&u.text);
+                    (tokens(&seen), math_atoms(&seen))
+                } else {
+                    (Vec::new(), Vec::new())
+                }
+            })
+            .unzip();
+        let (tfidf, group_tfidf) = tfidf_vectors(&texts, &members);
+        let (math, group_math) = tfidf_vectors(&atoms, &members);
+        let words = (0..n)
+            .map(|i| {
+                let of = if group[i] == i {
+                    &members[i][..]
+                } else {
+                    std::slice::from_ref(&i)
+                };
+                of.iter().flat_map(|&k| texts[k].iter().cloned()).collect()
+            })
+            .collect();
+        let label_words = doc
+            .units
+            .iter()
+            .map(|u| u.labels.iter().flat_map(|(l, _)| label_words(l)).collect())
+            .collect();
+        let title_words = doc
+            .units
+            .iter()
+            .map(|u| u.title.as_deref().map(tokens).unwrap_or_default())
+            .collect();
+        let section = (0..n)
+            .map(|i| {
+                let (mut nearest, mut top) = (None, None);
+                let mut p = doc.units[i].parent;
+                while let Some(x) = p {
+                    if doc.units[x].kind == UnitKind::Section {
+                        nearest = nearest.or(Some(x));
+                        top = Some(x);
+                    }
+                    p = doc.units[x].parent;
+                }
+                (nearest, top)
+            })
+            .collect();
+        let mut popularity = vec![0; n];
+        for (i, cited) in cited.iter().enumerate() {
+            for &(j, _) in cited {
+                popularity[j] += 1;
+            }
+            for j in intro.introducers_used_by(i) {
+                popularity[j] += 1;
+            }
+        }
+        let (mut rank, mut statements_before) = (vec![0; n], vec![0; n]);
+        let (mut r, mut t) = (0, 0);
+        for (i, u) in doc.units.iter().enumerate() {
+            rank[i] = r;
+            statements_before[i] = t;
+            r += usize::from(judgeable(u));
+            t += usize::from(u.kind == UnitKind::Theorem);
+        }
+        let antecedent = (0..n)
+            .map(|i| {
+                judgeable(&doc.units[i])
+                    .then(|| super::terms::antecedent(doc, i).map(|(a, _)| a))
+                    .flatten()
+            })
+            .collect();
+        let mut previous = vec![None; n];
+        let mut last: Vec<usize> = Vec::new();
+        for i in 0..n {
+            previous[i] = last
+                .iter()
+                .rev()
+                .find(|&&k| group[k] != group[i] && !is_ancestor(doc, k, i))
+                .copied();
+            if doc.units[i].kind == UnitKind::Theorem {
+                last.push(i);
+                if last.len() > 8 {
+                    last.remove(0);
+                }
+            }
+        }
+        Signals {
+            group,
+            members,
+            words,
+            tfidf,
+            group_tfidf,
+            math,
+            group_math,
+            label_words,
+            title_words,
+            section,
+            popularity,
+            rank,
+            statements_before,
+            antecedent,
+            previous,
+        }
+    }
+
+    /// Whether unit `i` is judged: the head of its group.
+    pub fn judged(&self, i: usize) -> bool {
+        self.group[i] == i
+    }
+
+    /// Cosine of the TF-IDF vectors of head `i`'s group and unit `j`.
+    pub(super) fn cosine(&self, i: usize, j: usize) -> f64 {
+        let a = if self.group_tfidf[i].is_empty() {
+            &self.tfidf[i]
+        } else {
+            &self.group_tfidf[i]
+        };
+        cosine(a, &self.tfidf[j])
+    }
+
+    /// Cosine of the notation vectors of head `i`'s group and unit `j`.
+    pub(super) fn notation(&self, i: usize, j: usize) -> f64 {
+        let a = if self.group_math[i].is_empty() {
+            &self.math[i]
+        } else {
+            &self.group_math[i]
+        };
+        cosine(a, &self.math[j])
+    }
+
+    /// Share of `words` that head `i`'s group contains.
+    pub(super) fn share(&self, words: &[String], i: usize) -> f64 {
+        if words.is_empty() {
+            return 0.0;
+        }
+        let found = words.iter().filter(|w| self.words[i].contains(*w)).count();
+        found as f64 / words.len() as f64
+    }
+}
+
+/// The statement each unit belongs to: a proof (or a part of one) belongs to the statement it
+/// proves ([`Document::proofs`]); any other unit is its own.
+pub fn statements(doc: &Document) -> Vec<usize> {
+    let proved: HashMap<usize, usize> = doc.proofs().into_iter().collect();
+    (0..doc.units.len())
+        .map(|i| {
+            let mut p = Some(i);
+            while let Some(x) = p {
+                if doc.units[x].kind == UnitKind::Proof {
+                    return proved.get(&x).copied().unwrap_or(x);
+                }
+                p = doc.units[x].parent;
+            }
+            i
+        })
+        .collect()
+}
