@@ -287,6 +287,16 @@ with terms.toml:
         /// Output format (default `sql.format`).
         #[arg(long, value_parser = choice::<SqlFormat>(SqlFormat::NAMES))]
         format: Option<SqlFormat>,
+        /// Memory one statement may use: `512MiB`, `2G`, or a share of the machine's, `25%`
+        /// (default `sql.memory_limit`).
+        #[arg(long, value_name = "SIZE")]
+        memory_limit: Option<String>,
+        /// Seconds one statement may run (default `sql.timeout_secs`).
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u64>,
+        /// Steps a recursive CTE may take (default `sql.max_recursion`).
+        #[arg(long, value_name = "N")]
+        max_recursion: Option<usize>,
     },
     /// Report broken and ambiguous references as `file:line:col: message`; exit 1 if any
     /// reference is broken or a document could not be read, 2 if an input is missing.
@@ -453,8 +463,17 @@ impl Command {
                 exclude: exclude.clone(),
                 ..Overrides::default()
             },
-            Command::Sql { format, .. } => Overrides {
+            Command::Sql {
+                format,
+                memory_limit,
+                timeout,
+                max_recursion,
+                ..
+            } => Overrides {
                 sql_format: *format,
+                sql_memory_limit: memory_limit.clone(),
+                sql_timeout_secs: *timeout,
+                sql_max_recursion: *max_recursion,
                 ..Overrides::default()
             },
             Command::Context { budget, .. } => Overrides {
@@ -514,7 +533,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 (None, Some(f)) => query::Script::File(f),
                 (None, None) => query::Script::Stdin,
             };
-            query::sql(&graph, script, config.sql.format)
+            let limits = config.sql.limits(ledger_pipeline::machine_memory())?;
+            query::sql(&graph, script, config.sql.format, limits)
         }
         Command::Context {
             graph,

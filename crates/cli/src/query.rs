@@ -20,7 +20,12 @@ pub enum Script {
 
 /// `ledger sql`: every statement of the script, its result printed in `format`; an
 /// interactive shell when the statements would come from a terminal.
-pub fn sql(graph: &Path, script: Script, format: SqlFormat) -> Result<ExitCode> {
+pub fn sql(
+    graph: &Path,
+    script: Script,
+    format: SqlFormat,
+    limits: ledger_pipeline::SqlLimits,
+) -> Result<ExitCode> {
     use std::io::IsTerminal;
     let format = match format {
         SqlFormat::Table => ledger_pipeline::OutputFormat::Table,
@@ -32,13 +37,13 @@ pub fn sql(graph: &Path, script: Script, format: SqlFormat) -> Result<ExitCode> 
         Script::File(f) => {
             std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?
         }
-        Script::Stdin if std::io::stdin().is_terminal() => return shell(graph, format),
+        Script::Stdin if std::io::stdin().is_terminal() => return shell(graph, format, limits),
         Script::Stdin => {
             std::io::read_to_string(std::io::stdin()).context("reading standard input")?
         }
     };
     let results = ledger_pipeline::block_on(async {
-        let session = ledger_pipeline::SqlSession::open(graph).await?;
+        let session = ledger_pipeline::SqlSession::open(graph, limits).await?;
         session.run_script(&text).await
     })??;
     for (k, batches) in results.iter().enumerate() {
@@ -56,8 +61,12 @@ pub fn sql(graph: &Path, script: Script, format: SqlFormat) -> Result<ExitCode> 
 /// The interactive shell: line editing and history (in `$XDG_STATE_HOME/ledger/sql_history`, else
 /// `~/.local/state/ledger/sql_history`); a statement runs when a line ends with `;`; `.tables`,
 /// `.quit` and Ctrl-D as DuckDB's shell has them. An error is printed and the shell goes on.
-fn shell(graph: &Path, format: ledger_pipeline::OutputFormat) -> Result<ExitCode> {
-    let session = ledger_pipeline::block_on(ledger_pipeline::SqlSession::open(graph))??;
+fn shell(
+    graph: &Path,
+    format: ledger_pipeline::OutputFormat,
+    limits: ledger_pipeline::SqlLimits,
+) -> Result<ExitCode> {
+    let session = ledger_pipeline::block_on(ledger_pipeline::SqlSession::open(graph, limits))??;
     let mut editor = rustyline::DefaultEditor::new().context("starting the line editor")?;
     let history = std::env::var_os("XDG_STATE_HOME")
         .map(std::path::PathBuf::from)

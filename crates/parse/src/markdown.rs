@@ -181,7 +181,8 @@ fn summary_entries(text: &str) -> Vec<(String, Option<String>, usize, usize)> {
     let mut out = Vec::new();
     let mut counters: Vec<u32> = Vec::new();
     let mut item_has_link: Vec<bool> = Vec::new();
-    for (ev, range) in Parser::new_ext(text, options()).into_offset_iter() {
+    let read = without_bom(text);
+    for (ev, range) in Parser::new_ext(&read, options()).into_offset_iter() {
         match ev {
             Event::Start(Tag::List(_)) => counters.push(0),
             Event::End(TagEnd::List(_)) => {
@@ -220,6 +221,16 @@ fn summary_entries(text: &str) -> Vec<(String, Option<String>, usize, usize)> {
         }
     }
     out
+}
+
+/// The text pulldown-cmark reads: a UTF-8 byte-order mark becomes three line breaks (as many
+/// bytes), so that a first `# Heading` stays a heading while every byte offset stays the file's
+/// own; the mark itself is kept in the file and in edits.
+pub(crate) fn without_bom(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => std::borrow::Cow::Owned(format!("\n\n\n{rest}")),
+        None => std::borrow::Cow::Borrowed(text),
+    }
 }
 
 /// State of one file's parse.
@@ -262,7 +273,8 @@ fn parse_into(
     let mut depth = 0usize;
     let mut block: Option<usize> = None;
     let mut heading_title: Option<(String, Option<String>)> = None;
-    for (ev, range) in Parser::new_ext(&text, options()).into_offset_iter() {
+    let read = without_bom(&text);
+    for (ev, range) in Parser::new_ext(&read, options()).into_offset_iter() {
         match ev {
             Event::Start(tag) => {
                 if depth == 0 {

@@ -207,7 +207,8 @@ fn markdown(text: &str) -> Vec<Region> {
     let mut raw = HtmlState::default();
     // Kind of the link being read: its text is a link target when it is its own label.
     let mut links: Vec<RegionKind> = Vec::new();
-    for (ev, range) in Parser::new_ext(text, crate::markdown::options()).into_offset_iter() {
+    let read = crate::markdown::without_bom(text);
+    for (ev, range) in Parser::new_ext(&read, crate::markdown::options()).into_offset_iter() {
         match ev {
             Event::Start(Tag::CodeBlock(_)) => code_block = true,
             Event::End(TagEnd::CodeBlock) => code_block = false,

@@ -402,6 +402,62 @@ pub struct VerifyConfig {
 pub struct SqlConfig {
     /// Output format.
     pub format: SqlFormat,
+    /// Memory one statement may use: bytes (`512MiB`, `2G`, `1000000`) or a share of the
+    /// machine's memory (`25%`).
+    pub memory_limit: String,
+    /// Seconds one statement may run.
+    pub timeout_secs: u64,
+    /// Steps a recursive CTE may take.
+    pub max_recursion: usize,
+}
+
+impl SqlConfig {
+    /// The limits of one statement, the memory limit read against `machine` bytes.
+    pub fn limits(&self, machine: usize) -> Result<ledger_store::SqlLimits> {
+        let memory = parse_size(&self.memory_limit, machine).ok_or_else(|| {
+            Error::Invalid(format!(
+                "sql.memory_limit = {:?}: expected bytes (512MiB, 2G, 1000000) or a share of the machine's memory (25%)",
+                self.memory_limit
+            ))
+        })?;
+        if self.timeout_secs == 0 || self.max_recursion == 0 {
+            return Err(Error::Invalid(
+                "sql.timeout_secs and sql.max_recursion must be above 0".into(),
+            ));
+        }
+        Ok(ledger_store::SqlLimits {
+            memory,
+            timeout: std::time::Duration::from_secs(self.timeout_secs),
+            recursion: self.max_recursion,
+        })
+    }
+}
+
+/// `512MiB`, `2 G`, `1.5GB`, `1000000` as bytes (K, M, G, T in powers of 1024, with or without
+/// `B`/`iB`), or `25%` of `machine`; `None` for anything else or for 0.
+pub fn parse_size(text: &str, machine: usize) -> Option<usize> {
+    let text = text.trim();
+    if let Some(share) = text.strip_suffix('%') {
+        let share: f64 = share.trim().parse().ok()?;
+        return ((0.0..=100.0).contains(&share) && share > 0.0)
+            .then(|| (machine as f64 * share / 100.0) as usize);
+    }
+    let digits = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: f64 = number.parse().ok()?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let power = match unit.trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 1,
+        "M" => 2,
+        "G" => 3,
+        "T" => 4,
+        _ => return None,
+    };
+    let bytes = number * 1024f64.powi(power);
+    (bytes >= 1.0 && bytes < usize::MAX as f64).then_some(bytes as usize)
 }
 
 impl Config {
@@ -414,6 +470,19 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        let gib = 1usize << 30;
+        assert_eq!(parse_size("512MiB", 0), Some(512 << 20));
+        assert_eq!(parse_size("2G", 0), Some(2 * gib));
+        assert_eq!(parse_size("1.5 GB", 0), Some(3 * gib / 2));
+        assert_eq!(parse_size("1000", 0), Some(1000));
+        assert_eq!(parse_size("25%", 8 * gib), Some(2 * gib));
+        for bad in ["", "0", "-1G", "12 parsecs", "150%", "0%"] {
+            assert_eq!(parse_size(bad, 8 * gib), None, "{bad}");
+        }
+    }
 
     #[test]
     fn defaults_parse() {

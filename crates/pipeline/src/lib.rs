@@ -34,7 +34,9 @@ pub use ledger_core::{Format, redact_credentials};
 pub use ledger_edit as edit;
 pub use ledger_embed::minilm;
 pub use ledger_parse::regions::RegionKind;
-pub use ledger_store::{OutputFormat, SqlSession, format_batches, read_embeddings};
+pub use ledger_store::{
+    OutputFormat, SqlLimits, SqlSession, format_batches, machine_memory, read_embeddings,
+};
 
 /// Errors of the pipeline.
 #[derive(Debug, thiserror::Error)]

@@ -29,6 +29,35 @@ const NOT_FROM_A_PROJECT: [&str; 9] = [
     "tls.",
 ];
 
+/// Resource settings a project's `ledger.toml` may ask for only up to a bound: a larger value is
+/// capped, with a warning, so that documents cannot make a nightly job exhaust its machine or
+/// flood an endpoint. `--config`, the environment and flags may set more.
+const PROJECT_BOUNDS: [(&str, Bound); 12] = [
+    ("index.jobs", Bound::Cores),
+    ("related.k", Bound::At(100)),
+    ("depends.window", Bound::At(64)),
+    ("embed.batch", Bound::At(256)),
+    ("embed.concurrency", Bound::At(8)),
+    ("embed.timeout_secs", Bound::At(600)),
+    ("embed.max_retries", Bound::At(10)),
+    ("llm.concurrency", Bound::At(8)),
+    ("llm.timeout_secs", Bound::At(600)),
+    ("llm.max_retries", Bound::At(10)),
+    ("sql.timeout_secs", Bound::Default),
+    ("sql.max_recursion", Bound::Default),
+];
+
+/// The most a project file may ask of a setting.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    /// This number.
+    At(i64),
+    /// The machine's cores.
+    Cores,
+    /// The built-in default (`configs/default.toml`): a project may lower it, not raise it.
+    Default,
+}
+
 /// What a command's flags say, over the configuration: `None`, `false` and empty leave the
 /// setting as configured.
 #[derive(Debug, Clone, Default)]
@@ -77,6 +106,12 @@ pub struct Overrides {
     pub worker_roots: Vec<String>,
     /// `sql.format`.
     pub sql_format: Option<SqlFormat>,
+    /// `sql.memory_limit`.
+    pub sql_memory_limit: Option<String>,
+    /// `sql.timeout_secs`.
+    pub sql_timeout_secs: Option<u64>,
+    /// `sql.max_recursion`.
+    pub sql_max_recursion: Option<usize>,
     /// `retrieve.budget`.
     pub budget: Option<usize>,
     /// `retrieve.impact_depth`.
@@ -130,6 +165,11 @@ impl Overrides {
             .worker_roots
             .extend(self.worker_roots.iter().cloned());
         c.sql.format = self.sql_format.unwrap_or(c.sql.format);
+        if let Some(limit) = &self.sql_memory_limit {
+            c.sql.memory_limit.clone_from(limit);
+        }
+        c.sql.timeout_secs = self.sql_timeout_secs.unwrap_or(c.sql.timeout_secs);
+        c.sql.max_recursion = self.sql_max_recursion.unwrap_or(c.sql.max_recursion);
         c.retrieve.budget = self.budget.unwrap_or(c.retrieve.budget);
         c.retrieve.impact_depth = self.impact_depth.unwrap_or(c.retrieve.impact_depth);
         c.verify.fail_on_ambiguous |= self.fail_on_ambiguous;
@@ -182,6 +222,10 @@ fn load(file: Option<&Path>, start: &Path, env: impl Fn(&str) -> Option<String>)
     if let Some(project) = find_project(start) {
         let user = read_table(&project)?;
         refuse_what_a_project_may_not_set(&user, &project)?;
+        let mut user = user;
+        for note in cap_resources(&mut user, &value, &project) {
+            tracing::warn!("{note}");
+        }
         tracing::debug!(config = %project.display(), "project configuration");
         merge(&mut value, user, &project)?;
     }
@@ -217,6 +261,66 @@ fn refuse_what_a_project_may_not_set(user: &toml::Table, project: &Path) -> Resu
         }
     }
     Ok(())
+}
+
+/// Caps in a project file's table `user` each setting of [`PROJECT_BOUNDS`] (and
+/// `sql.memory_limit`, at the default's share of memory) that asks for more than its bound;
+/// a note for each. `defaults` holds the built-in values.
+fn cap_resources(user: &mut toml::Table, defaults: &toml::Table, project: &Path) -> Vec<String> {
+    let default_of = |section: &str, key: &str| defaults.get(section)?.get(key).cloned();
+    let mut notes = Vec::new();
+    let mut cap = |key: &str, asked: String, most: toml::Value, why: &str| {
+        notes.push(format!(
+            "{}: {key} = {asked} is more than a project's {PROJECT_FILE} may ask; using {most} ({why}); set more with --config, a LEDGER_* variable or a flag",
+            project.display()
+        ));
+        most
+    };
+    for (name, bound) in PROJECT_BOUNDS {
+        let (section, key) = name.split_once('.').expect("section.key");
+        let Some(toml::Value::Table(entries)) = user.get_mut(section) else {
+            continue;
+        };
+        let Some(toml::Value::Integer(asked)) = entries.get(key).cloned() else {
+            continue;
+        };
+        let (most, why) = match bound {
+            Bound::At(n) => (n, "the documented bound".to_string()),
+            Bound::Cores => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (cores as i64, format!("the {cores} cores of this machine"))
+            }
+            Bound::Default => match default_of(section, key) {
+                Some(toml::Value::Integer(n)) => (n, "the built-in default".to_string()),
+                _ => continue,
+            },
+        };
+        if asked > most {
+            let capped = cap(name, asked.to_string(), toml::Value::Integer(most), &why);
+            entries.insert(key.to_string(), capped);
+        }
+    }
+    let memory = |v: Option<&toml::Value>| {
+        let text = v?.as_str()?;
+        crate::config::parse_size(text, ledger_store::machine_memory())
+    };
+    if let Some(toml::Value::Table(sql)) = user.get_mut("sql") {
+        let default = default_of("sql", "memory_limit");
+        if let (Some(asked), Some(most)) =
+            (memory(sql.get("memory_limit")), memory(default.as_ref()))
+            && asked > most
+        {
+            let shown = format!("{:?}", sql["memory_limit"].as_str().unwrap_or_default());
+            let capped = cap(
+                "sql.memory_limit",
+                shown,
+                default.expect("read above"),
+                "the built-in default",
+            );
+            sql.insert("memory_limit".into(), capped);
+        }
+    }
+    notes
 }
 
 /// The TOML table in the file at `path`.
@@ -375,6 +479,43 @@ mod tests {
         assert!(err.to_string().contains("llm.url cannot be set"), "{err}");
         std::fs::write(&project, "[queue]\njobs = \"x\"\n").expect("write");
         assert!(load(None, &docs, no_env).is_err());
+    }
+
+    #[test]
+    fn a_project_config_is_capped_in_what_it_may_ask() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = dir.path().join(PROJECT_FILE);
+        std::fs::write(
+            &project,
+            "[index]\njobs = 100000\n[related]\nk = 5000\n[depends]\nwindow = 12\n\
+             [sql]\ntimeout_secs = 86400\nmemory_limit = \"100%\"\n",
+        )
+        .expect("write");
+        let c = load(None, dir.path(), no_env).expect("loads, capped");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(c.index.jobs, cores);
+        assert_eq!(c.related.k, 100);
+        assert_eq!(c.depends.window, 12, "within its bound: kept");
+        assert_eq!(c.sql.timeout_secs, 300);
+        assert_eq!(c.sql.memory_limit, "25%");
+        let mut user: toml::Table = std::fs::read_to_string(&project)
+            .expect("read")
+            .parse()
+            .expect("toml");
+        let defaults: toml::Table = DEFAULT_TOML.parse().expect("toml");
+        let notes = cap_resources(&mut user, &defaults, &project);
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert!(notes[0].contains("index.jobs = 100000") && notes[0].contains("cores"));
+        // The user's own configuration may ask for more.
+        let mine = dir.path().join("mine.toml");
+        std::fs::write(&mine, "[index]\njobs = 64\n").expect("write");
+        assert_eq!(
+            load(Some(&mine), dir.path(), no_env)
+                .expect("loads")
+                .index
+                .jobs,
+            64
+        );
     }
 
     #[test]

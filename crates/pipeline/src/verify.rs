@@ -184,8 +184,10 @@ impl VerifyReport {
         )
     }
 
-    /// The report as one SARIF 2.1.0 log, for code-scanning uploads; file URIs relative to
-    /// the working folder where they lie under it.
+    /// The report as one SARIF 2.1.0 log, for code-scanning uploads: a file under the working
+    /// folder is a relative, percent-encoded URI against `%SRCROOT%` (the working folder, in
+    /// `originalUriBaseIds`), any other an absolute `file://` URI; both RFC 3986 whatever the
+    /// file's name holds (spaces, commas, line breaks).
     pub fn sarif(&self) -> serde_json::Value {
         let cwd = std::env::current_dir().unwrap_or_default();
         let rules: Vec<serde_json::Value> = RULES
@@ -196,13 +198,16 @@ impl VerifyReport {
             .findings
             .iter()
             .map(|f| {
-                let path = Path::new(&f.path);
-                let uri = path
-                    .strip_prefix(&cwd)
-                    .unwrap_or(path)
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                let mut location = serde_json::json!({ "artifactLocation": { "uri": uri } });
+                let path = cwd.join(&f.path);
+                let under_cwd = path.strip_prefix(&cwd).ok().filter(|rel| {
+                    rel.components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)))
+                });
+                let artifact = match under_cwd {
+                    Some(rel) => serde_json::json!({ "uri": uri_path(rel), "uriBaseId": SRCROOT }),
+                    None => serde_json::json!({ "uri": file_uri(&path) }),
+                };
+                let mut location = serde_json::json!({ "artifactLocation": artifact });
                 if f.line > 0 {
                     location["region"] =
                         serde_json::json!({ "startLine": f.line, "startColumn": f.col.max(1) });
@@ -215,6 +220,7 @@ impl VerifyReport {
                 })
             })
             .collect();
+        let root = format!("{}/", file_uri(&cwd).trim_end_matches('/'));
         serde_json::json!({
             "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
             "version": "2.1.0",
@@ -224,10 +230,39 @@ impl VerifyReport {
                     "version": env!("CARGO_PKG_VERSION"),
                     "rules": rules,
                 } },
+                "originalUriBaseIds": { SRCROOT: { "uri": root } },
                 "results": results,
             } ],
         })
     }
+}
+
+/// The base of relative SARIF URIs: the working folder, as code-scanning tools name it.
+const SRCROOT: &str = "%SRCROOT%";
+
+/// `path`'s components, each percent-encoded (all but RFC 3986's unreserved characters), joined
+/// by `/`.
+fn uri_path(path: &Path) -> String {
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    path.components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(name) => Some(name.to_string_lossy()),
+            std::path::Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .map(|name| utf8_percent_encode(&name, COMPONENT).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `file:///abs/path`, percent-encoded.
+fn file_uri(path: &Path) -> String {
+    format!("file:///{}", uri_path(path))
 }
 
 /// Where findings already known come from: the JSON lines `ledger verify --format json` wrote.

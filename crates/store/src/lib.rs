@@ -20,6 +20,7 @@ mod parts;
 mod read;
 mod schema;
 mod sql;
+mod sql_limits;
 mod write;
 
 pub use lock::GraphLock;
@@ -27,6 +28,7 @@ pub use parts::{PartHead, PartStore};
 pub use read::{Parsed, read_edges, read_embeddings, read_judgments, read_parsed, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
 pub use sql::{OutputFormat, SqlSession, format_batches};
+pub use sql_limits::{Limit, SqlLimits, human_bytes, machine_memory};
 pub use write::{
     EmbeddingModel, GraphWriter, Manifest, RunInfo, ends_segment, now_rfc3339, rfc3339, write_graph,
 };
@@ -71,6 +73,9 @@ pub enum StoreError {
         /// What the lock file says about its holder.
         holder: String,
     },
+    /// A SQL statement reached one of its limits and was stopped.
+    #[error("the statement was stopped: it reached {0}")]
+    LimitExceeded(Limit),
     /// The manifest could not be encoded or decoded.
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),

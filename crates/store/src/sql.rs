@@ -1,11 +1,19 @@
 //! DataFusion SQL over a graph's Parquet tables, with the views users need most.
 
 use crate::schema::TABLES;
+use crate::sql_limits::{
+    Bounded, Limit, LimitRecursion, MULTIPLYING, SqlLimits, limit_of, memory_pool,
+};
 use crate::{Result, StoreError};
 use arrow::array::RecordBatch;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SQLOptions;
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Views created in every session, `(name, SQL)`.
 pub const VIEWS: [(&str, &str); 5] = [
@@ -57,18 +65,35 @@ pub enum OutputFormat {
     Json,
 }
 
-/// A DataFusion session with a graph's tables and views registered.
+/// A DataFusion session with a graph's tables and views registered, whose statements run
+/// within [`SqlLimits`].
 pub struct SqlSession {
     ctx: SessionContext,
+    limits: SqlLimits,
 }
 
 impl SqlSession {
     /// Opens the current version of the graph at `graph`.
-    pub async fn open(graph: &Path) -> Result<Self> {
+    pub async fn open(graph: &Path, limits: SqlLimits) -> Result<Self> {
         let dir = crate::current_version(graph)?;
+        let runtime = RuntimeEnvBuilder::new()
+            .with_memory_pool(memory_pool(&limits))
+            .build_arc()?;
         // `information_schema` makes `SHOW TABLES` and `SHOW COLUMNS FROM t` work.
-        let ctx =
-            SessionContext::new_with_config(SessionConfig::new().with_information_schema(true));
+        let state = SessionStateBuilder::new()
+            .with_config(SessionConfig::new().with_information_schema(true))
+            .with_runtime_env(runtime)
+            .with_default_features()
+            .with_physical_optimizer_rule(Arc::new(LimitRecursion(limits.recursion)))
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        for (name, growth) in MULTIPLYING {
+            let inner = ctx.state().scalar_functions().get(name).cloned();
+            if let Some(inner) = inner {
+                let bounded = Bounded::new(inner.as_ref().clone(), growth, limits.memory);
+                ctx.register_udf(ScalarUDF::new_from_impl(bounded));
+            }
+        }
         for table in TABLES {
             // A folder of Parquet files (the trailing `/` makes it one for DataFusion).
             let path = dir.join(table);
@@ -82,7 +107,7 @@ impl SqlSession {
         for (name, sql) in VIEWS {
             ctx.sql(&format!("CREATE VIEW {name} AS {sql}")).await?;
         }
-        Ok(SqlSession { ctx })
+        Ok(SqlSession { ctx, limits })
     }
 
     /// Runs one read-only SQL statement and collects its result. Statements that would write
@@ -90,8 +115,11 @@ impl SqlSession {
     /// TABLE`, `CREATE VIEW`, `DROP`), DML (`INSERT`, `COPY ... TO`, `DELETE`, `UPDATE`) and other
     /// statements (`SET`, `BEGIN`, `PREPARE`).
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
-        let df = self.ctx.sql_with_options(sql, read_only()).await?;
-        collect(df).await
+        self.within_limits(async {
+            let df = self.ctx.sql_with_options(sql, read_only()).await?;
+            self.collect(df).await
+        })
+        .await
     }
 
     /// Runs a query and prints its result in `format`.
@@ -109,22 +137,50 @@ impl SqlSession {
                 .map_err(StoreError::Sql)?;
         let mut results = Vec::with_capacity(statements.len());
         for statement in statements {
-            let plan = self.ctx.state().statement_to_plan(statement).await?;
-            read_only().verify_plan(&plan)?;
-            results.push(collect(self.ctx.execute_logical_plan(plan).await?).await?);
+            let result = self.within_limits(async {
+                let plan = self.ctx.state().statement_to_plan(statement).await?;
+                read_only().verify_plan(&plan)?;
+                self.collect(self.ctx.execute_logical_plan(plan).await?)
+                    .await
+            });
+            results.push(result.await?);
         }
         Ok(results)
     }
-}
 
-/// A query's result; an empty one keeps its columns, so that a header is printed all the same.
-async fn collect(df: datafusion::dataframe::DataFrame) -> Result<Vec<RecordBatch>> {
-    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await?;
-    if batches.iter().all(|b| b.num_rows() == 0) {
-        return Ok(vec![RecordBatch::new_empty(schema)]);
+    /// `work` stopped at the time limit, and its errors from a limit told apart.
+    async fn within_limits<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        match tokio::time::timeout(self.limits.timeout, work).await {
+            Err(_) => Err(StoreError::LimitExceeded(Limit::Timeout(
+                self.limits.timeout,
+            ))),
+            Ok(Err(StoreError::Sql(e))) => Err(match limit_of(&e, &self.limits) {
+                Some(limit) => StoreError::LimitExceeded(limit),
+                None => StoreError::Sql(e),
+            }),
+            Ok(done) => done,
+        }
     }
-    Ok(batches)
+
+    /// A query's result, counted against the memory limit as it arrives; an empty one keeps its
+    /// columns, so that a header is printed all the same.
+    async fn collect(&self, df: datafusion::dataframe::DataFrame) -> Result<Vec<RecordBatch>> {
+        use futures::StreamExt;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let pool = Arc::clone(&self.ctx.runtime_env().memory_pool);
+        let reservation = MemoryConsumer::new("query result").register(&pool);
+        let mut stream = df.execute_stream().await?;
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            reservation.try_grow(batch.get_array_memory_size())?;
+            batches.push(batch);
+        }
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            return Ok(vec![RecordBatch::new_empty(schema)]);
+        }
+        Ok(batches)
+    }
 }
 
 /// Reading only: DDL, DML and session statements are refused before anything runs.

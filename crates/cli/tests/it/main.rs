@@ -6,6 +6,7 @@ mod copy_dir;
 mod distributed;
 mod edits;
 mod judge;
+mod limits;
 mod security;
 #[path = "../../../llm/tests/it/server.rs"]
 #[allow(dead_code)]

@@ -2,7 +2,7 @@
 
 use arrow::array::{Array, Int64Array};
 use ledger_core::Document;
-use ledger_store::{RunInfo, SqlSession, write_graph};
+use ledger_store::{RunInfo, SqlLimits, SqlSession, write_graph};
 use std::path::{Path, PathBuf};
 
 fn datasets() -> PathBuf {
@@ -71,7 +71,9 @@ async fn graph_round_trips_through_parquet_and_sql() {
     let dir = tempfile::tempdir().expect("tempdir");
     let docs = docs();
     let manifest = write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("write");
-    let session = SqlSession::open(dir.path()).await.expect("open");
+    let session = SqlSession::open(dir.path(), SqlLimits::default())
+        .await
+        .expect("open");
     let units: usize = docs.iter().map(|d| d.units.len()).sum();
     assert_eq!(
         count(&session, "SELECT COUNT(*) FROM units").await as usize,
@@ -133,7 +135,9 @@ async fn commits_are_versioned_deterministic_and_atomic() {
     std::fs::create_dir_all(&stray).expect("stray");
     std::fs::create_dir_all(stray.join("units")).expect("stray table");
     std::fs::write(stray.join("units/000001-x.parquet"), b"partial").expect("partial file");
-    let session = SqlSession::open(dir.path()).await.expect("open v1");
+    let session = SqlSession::open(dir.path(), SqlLimits::default())
+        .await
+        .expect("open v1");
     assert!(count(&session, "SELECT COUNT(*) FROM units").await > 0);
     let m2 =
         write_graph(dir.path(), &docs, &[], &Default::default(), &run()).expect("second write");
@@ -141,7 +145,9 @@ async fn commits_are_versioned_deterministic_and_atomic() {
     let v2 = table_bytes(dir.path(), "units");
     assert_eq!(v1, v2, "same input gives byte-identical Parquet");
     assert!(!stray.exists(), "the stray temporary folder is cleaned up");
-    let session = SqlSession::open(dir.path()).await.expect("open v2");
+    let session = SqlSession::open(dir.path(), SqlLimits::default())
+        .await
+        .expect("open v2");
     assert_eq!(
         count(&session, "SELECT COUNT(*) FROM runs").await,
         2,
@@ -161,13 +167,13 @@ async fn commits_are_versioned_deterministic_and_atomic() {
 #[tokio::test]
 async fn a_folder_that_is_not_a_graph_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let err = SqlSession::open(dir.path())
+    let err = SqlSession::open(dir.path(), SqlLimits::default())
         .await
         .err()
         .expect("not a graph");
     assert!(err.to_string().contains("not a LEDGER graph"), "{err}");
     assert!(
-        SqlSession::open(Path::new("/nonexistent/graph"))
+        SqlSession::open(Path::new("/nonexistent/graph"), SqlLimits::default())
             .await
             .is_err()
     );
@@ -177,16 +183,59 @@ async fn a_folder_that_is_not_a_graph_is_a_clear_error() {
 async fn bad_sql_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_graph(dir.path(), &docs(), &[], &Default::default(), &run()).expect("write");
-    let session = SqlSession::open(dir.path()).await.expect("open");
+    let session = SqlSession::open(dir.path(), SqlLimits::default())
+        .await
+        .expect("open");
     assert!(session.query("SELECT nope FROM units").await.is_err());
     assert!(session.query("SELEC").await.is_err());
+}
+
+#[tokio::test]
+async fn a_statement_past_a_limit_is_an_error_and_the_session_goes_on() {
+    use ledger_store::{Limit, StoreError};
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_graph(dir.path(), &docs(), &[], &Default::default(), &run()).expect("write");
+    let limits = SqlLimits {
+        memory: 1 << 20,
+        timeout: std::time::Duration::from_secs(60),
+        recursion: 30,
+    };
+    let session = SqlSession::open(dir.path(), limits).await.expect("open");
+    let limit = |r: ledger_store::Result<Vec<arrow::array::RecordBatch>>| match r {
+        Err(StoreError::LimitExceeded(l)) => Some(l),
+        _ => None,
+    };
+    let big = session.query("SELECT repeat('ab', 1000000) AS s").await;
+    assert_eq!(limit(big), Some(Limit::Memory(1 << 20)));
+    let padded = session.query("SELECT lpad('x', 2000000) AS s").await;
+    assert_eq!(limit(padded), Some(Limit::Memory(1 << 20)));
+    let listed = session.query("SELECT range(10000000) AS r").await;
+    assert_eq!(limit(listed), Some(Limit::Memory(1 << 20)));
+    let endless =
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t";
+    assert_eq!(
+        limit(session.query(endless).await),
+        Some(Limit::Recursion(30))
+    );
+    // Under the limits the same functions and a recursion of 20 steps run, in the same session.
+    let small = "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 20) \
+                 SELECT count(*) AS n, max(length(repeat('ab', 1000))) AS l FROM t";
+    let batches = session.query(small).await.expect("within the limits");
+    let row = ledger_store::format_batches(&batches, ledger_store::OutputFormat::Csv).expect("csv");
+    assert_eq!(row, "n,l\n20,2000\n");
+    // Dates are not counted as integers: a month of days is no memory risk.
+    let days =
+        "SELECT cardinality(range(DATE '2024-01-01', DATE '2024-02-01', INTERVAL '1 day')) AS d";
+    assert!(session.query(days).await.is_ok());
 }
 
 #[tokio::test]
 async fn string_and_regex_functions_are_available() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_graph(dir.path(), &docs(), &[], &Default::default(), &run()).expect("write");
-    let session = SqlSession::open(dir.path()).await.expect("open");
+    let session = SqlSession::open(dir.path(), SqlLimits::default())
+        .await
+        .expect("open");
     let n = count(
         &session,
         "SELECT COUNT(*) FROM units WHERE lower(kind) = 'theorem' AND length(substr(text, 1, 5)) = 5 \
@@ -250,7 +299,9 @@ async fn judgments_round_trip_with_failures_and_usage() {
             (docs[0].id.clone(), failed.clone())
         ]
     );
-    let session = SqlSession::open(&graph).await.expect("open");
+    let session = SqlSession::open(&graph, SqlLimits::default())
+        .await
+        .expect("open");
     assert_eq!(
         count(
             &session,
@@ -488,7 +539,9 @@ async fn a_version_shares_the_segments_of_documents_that_did_not_change() {
             "{table}"
         );
     }
-    let session = SqlSession::open(dir.path()).await.expect("open");
+    let session = SqlSession::open(dir.path(), SqlLimits::default())
+        .await
+        .expect("open");
     assert_eq!(count(&session, "SELECT COUNT(*) FROM units").await, 64 * 21);
     assert_eq!(
         count(
