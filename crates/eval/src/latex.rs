@@ -324,6 +324,28 @@ fn read_aux(path: &Path, depth: usize) -> std::io::Result<String> {
     Ok(all)
 }
 
+/// The class of feature a bundled case tests, from its name: the folder under
+/// `datasets/latex-features` (verbatim, sub-floats, multi-line displays, document classes,
+/// encodings, papers), else generated or real documents.
+pub fn class_of(name: &str) -> &'static str {
+    let Some(feature) = name.strip_prefix("latex-features/") else {
+        return if name.starts_with("generated/") {
+            "generated documents"
+        } else {
+            "real documents"
+        };
+    };
+    match feature.split('/').next().unwrap_or_default() {
+        "classes" => "document classes",
+        "encodings" => "encodings",
+        "papers" => "papers",
+        "subfloats" => "sub-floats",
+        "displays" => "multi-line displays",
+        f if f.starts_with("verbatim") => "verbatim",
+        _ => "other features",
+    }
+}
+
 /// `ledger eval latex`: the rows of every bundled case, printed as a Markdown table of both
 /// ratios per document and in total, then each document's misses.
 pub struct Table {
@@ -389,6 +411,30 @@ impl std::fmt::Display for Table {
             ratio(resolved, refs),
             ratio(equal, labels)
         )?;
+        // Per class of feature, so that a regression in one shows though the total hides it.
+        let mut classes: BTreeMap<&str, [usize; 5]> = BTreeMap::new();
+        for r in &self.rows {
+            let c = classes.entry(class_of(&r.name)).or_default();
+            for (sum, add) in
+                c.iter_mut()
+                    .zip([1, r.resolved, r.references, r.numbers_equal, r.labels])
+            {
+                *sum += add;
+            }
+        }
+        writeln!(
+            f,
+            "\n| class | documents | references resolved | ratio | numbers equal to LaTeX's | ratio |"
+        )?;
+        writeln!(f, "|---|---:|---:|---:|---:|---:|")?;
+        for (class, [n, resolved, refs, equal, labels]) in &classes {
+            writeln!(
+                f,
+                "| {class} | {n} | {resolved}/{refs} | {} | {equal}/{labels} | {} |",
+                ratio(*resolved, *refs),
+                ratio(*equal, *labels)
+            )?;
+        }
         for r in self.rows.iter().filter(|r| !r.misses.is_empty()) {
             let shown = if self.all_misses { r.misses.len() } else { 5 };
             writeln!(f, "\n{}:", r.name)?;
@@ -421,11 +467,27 @@ mod tests {
     }
 
     #[test]
+    fn cases_fall_into_the_classes_of_the_report() {
+        assert_eq!(
+            class_of("latex-features/verbatim-whole-document"),
+            "verbatim"
+        );
+        assert_eq!(class_of("latex-features/subfloats/subfig"), "sub-floats");
+        assert_eq!(class_of("latex-features/displays"), "multi-line displays");
+        assert_eq!(class_of("generated/gen-5k-1"), "generated documents");
+        assert_eq!(class_of("paper-sympy/paper"), "real documents");
+    }
+
+    #[test]
     fn every_bundled_latex_document_resolves_and_numbers_like_latex() {
         let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
         let cases = bundled_cases(&datasets, None);
         let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
         for wanted in [
+            "latex-features/verbatim-whole-document",
+            "latex-features/subfloats/subcaption",
+            "latex-features/subfloats/subfig",
+            "latex-features/displays",
             "latex-features/classes/revtex4-2",
             "latex-features/encodings/latin1",
             "latex-features/papers/report-latin1-thesis",

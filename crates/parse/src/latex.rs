@@ -76,6 +76,18 @@ const VERBATIM_STARTS: [&str; 8] = [
     "\\comment",
 ];
 
+/// Markers of example documents looked at per file, and enclosing `\begin`s per marker.
+const MAX_EXAMPLE_MARKERS: usize = 64;
+
+/// Whether byte `at` of `text` is inside a `%` comment (a `%` earlier on its line, not `\%`).
+fn in_comment(text: &str, at: usize) -> bool {
+    let line_start = text[..at].rfind('\n').map_or(0, |k| k + 1);
+    let line = &text.as_bytes()[line_start..at];
+    line.iter()
+        .enumerate()
+        .any(|(k, &c)| c == b'%' && (k == 0 || line[k - 1] != b'\\'))
+}
+
 /// Deepest `\input` nesting followed.
 const MAX_INCLUDE_DEPTH: usize = 32;
 
@@ -178,6 +190,14 @@ struct OpenEnv {
     /// What the stack up to and including this environment holds, kept as it is pushed so that
     /// the scanner's questions cost the same at any nesting depth: see [`Latex::push_env`].
     below: Below,
+}
+
+/// A sub-float being read: labels in it, up to `end` of `file`, print `number` (`1a`).
+#[derive(Debug, Clone)]
+struct SubFloat {
+    file: usize,
+    end: usize,
+    number: Option<String>,
 }
 
 /// Facts about an environment and every environment under it on the stack.
@@ -302,6 +322,15 @@ struct Latex {
     subequation: Option<(String, u32)>,
     /// Inside a `\footnote{…}` argument: where it ends and the footnote's number.
     footnote: Option<(usize, usize, String)>,
+    /// Environments found holding a whole example document (see
+    /// [`Latex::find_example_documents`]): verbatim unless the document defines them.
+    example_envs: std::collections::BTreeSet<String>,
+    /// Inside a sub-float (`subfigure` environment, `\subfloat{…}`): where it ends and, once its
+    /// counter has been stepped, what `\ref` prints for a label in it.
+    subfloat: Option<SubFloat>,
+    /// A float numbered by its first sub-float (the caption package steps the float's counter
+    /// then): its own `\caption`, below the sub-floats, does not step it again.
+    float_numbered_early: Option<usize>,
     /// The document class's numbering, when LEDGER knows the class.
     class: Option<&'static classes::Class>,
     /// The encoding the main file declares (`inputenc`): the one its included files are read in.
@@ -368,6 +397,9 @@ impl Latex {
             verbatim: HashMap::default(),
             subequation: None,
             footnote: None,
+            example_envs: Default::default(),
+            subfloat: None,
+            float_numbered_early: None,
             class: None,
             encoding: None,
             subequation_labels: vec![],
@@ -381,6 +413,7 @@ impl Latex {
     /// control sequences through [`Latex::command`]; `\input` files are scanned recursively.
     fn scan(&mut self, file: usize) {
         let text = std::sync::Arc::clone(&self.b.texts[file]);
+        self.find_example_documents(file, &text);
         while self.skipped.len() <= file {
             self.skipped.push(vec![]);
         }
@@ -443,6 +476,98 @@ impl Latex {
                 }
             }
         }
+    }
+
+    /// Environments of `text` that hold a whole example document (`\documentclass`,
+    /// `\begin{document}` or an `\end{document}` other than the main file's own inside them, and
+    /// their own `\end` after it) are read as verbatim, as LaTeX reads them through a definition
+    /// LEDGER cannot see: a class manual's example environment defined in a style file that did
+    /// not travel with it. A warning names each. At most [`MAX_EXAMPLE_MARKERS`] markers are
+    /// looked at, each against at most as many enclosing `\begin`s, so the cost stays linear.
+    fn find_example_documents(&mut self, file: usize, text: &str) {
+        static MARKER: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\\documentclass\b|\\(begin|end)[ \t]*\{document\}").expect("valid")
+        });
+        static BEGIN: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\\begin[ \t]*\{([^{}\\]+)\}").expect("valid"));
+        let markers: Vec<(usize, Option<&str>)> = MARKER
+            .captures_iter(text)
+            .filter_map(|c| {
+                let at = c.get(0)?.start();
+                (!in_comment(text, at)).then(|| (at, c.get(1).map(|m| m.as_str())))
+            })
+            .collect();
+        if markers.is_empty() {
+            return;
+        }
+        // The main file's own `\documentclass`, `\begin{document}` and last `\end{document}`.
+        let main = file == 0;
+        let first_begin = markers.iter().position(|m| m.1 == Some("begin"));
+        let last_end = markers.iter().rposition(|m| m.1 == Some("end"));
+        let own = |k: usize, kind: Option<&str>| {
+            main && (Some(k) == first_begin
+                || Some(k) == last_end
+                || (kind.is_none() && first_begin.is_none_or(|f| k < f)))
+        };
+        let begins: Vec<(usize, usize, &str)> = BEGIN
+            .captures_iter(text)
+            .filter_map(|c| {
+                let all = c.get(0)?;
+                let name = c.get(1)?.as_str().trim();
+                (name != "document" && !in_comment(text, all.start())).then_some((
+                    all.start(),
+                    all.end(),
+                    name,
+                ))
+            })
+            .collect();
+        let mut read_until = 0;
+        let inner = markers
+            .iter()
+            .enumerate()
+            .filter(|&(k, m)| !own(k, m.1))
+            .take(MAX_EXAMPLE_MARKERS);
+        for (_, &(at, _)) in inner {
+            if at < read_until {
+                continue;
+            }
+            let open_before = begins.partition_point(|b| b.0 < at);
+            let enclosing = begins[..open_before]
+                .iter()
+                .rev()
+                .take(MAX_EXAMPLE_MARKERS)
+                .find_map(|&(_, after, name)| {
+                    let close = format!("\\end{{{name}}}");
+                    let end = find_from(text, after, &close)?;
+                    (end > at).then_some((end, name))
+                });
+            let Some((end, name)) = enclosing else {
+                continue;
+            };
+            read_until = end;
+            self.example_envs
+                .insert(name.trim_end_matches('*').to_string());
+        }
+    }
+
+    /// Whether `\begin{base}` at `i` opens an environment [`Latex::find_example_documents`] found
+    /// holding a whole document, which no definition read since makes verbatim: from now on it
+    /// is verbatim, said once in a warning.
+    fn holds_example_document(&mut self, file: usize, i: usize, base: &str) -> bool {
+        if self.is_verbatim(base) || !self.example_envs.remove(base) {
+            return false;
+        }
+        self.verbatim
+            .insert(base.to_string(), VerbatimKind::Listing);
+        self.b.diag(
+            file,
+            i,
+            Severity::Warning,
+            format!(
+                "\\begin{{{base}}} holds a whole document (\\documentclass, \\begin{{document}} or \\end{{document}} inside it): read as verbatim, as its definition (not found here) must make it"
+            ),
+        );
+        true
     }
 
     /// Opens an environment: pushes it with what the stack under it holds.
@@ -615,6 +740,9 @@ impl Latex {
             "caption" | "captionof" => {
                 self.caption(At::new(file, text, i, after_star), name == "captionof")
             }
+            "subfloat" | "subfigure" | "subtable" | "subcaptionbox" => {
+                self.subfloat_command(file, text, after_star, name)
+            }
             "newtheorem" => self.newtheorem(At::new(file, text, i, after_star), starred),
             "declaretheorem" => self.declaretheorem(text, after_star),
             "let" => self.let_counter(text, j),
@@ -647,8 +775,13 @@ impl Latex {
             "bibitem" => self.bibitem(file, text, i, j),
             "tag" => {
                 if let Some((t, e)) = arg(text, after_star) {
+                    // In `subequations`, `\theparentequation` is the group's number (23 in 23x).
+                    let mut tag = t.trim().to_string();
+                    if let Some((parent, _)) = &self.subequation {
+                        tag = tag.replace("\\theparentequation", parent);
+                    }
                     if let Some(m) = self.innermost_math() {
-                        m.line.tag = Some(t.trim().to_string());
+                        m.line.tag = Some(tag);
                     }
                     // "\tag{by \cref{x}}" references x.
                     self.scan_refs_in(file, text, after_star, e);
@@ -1208,8 +1341,19 @@ impl Latex {
             // Environments in the preamble hold no units.
             return after;
         }
-        if self.is_verbatim(base) {
+        if self.holds_example_document(file, i, base) || self.is_verbatim(base) {
             return self.begin_verbatim(At::new(file, text, i, after), &name);
+        }
+        // subcaption's sub-float environments: labels in one print its number once its caption
+        // has stepped the counter.
+        if matches!(base, "subfigure" | "subtable") && self.below().unit_env.is_some() {
+            let close = format!("\\end{{{name}}}");
+            let end = find_from(text, after, &close).unwrap_or(text.len());
+            self.subfloat = Some(SubFloat {
+                file,
+                end,
+                number: None,
+            });
         }
         let kind_and_counter: Option<(UnitKind, &str, Option<&'static str>)> = match base {
             "figure" | "wrapfigure" | "SCfigure" | "sidewaysfigure" | "figwindow" => {
@@ -1684,6 +1828,17 @@ impl Latex {
             self.subequation_labels.push((l, number, file, i));
             return;
         }
+        if let Some(sub) = &self.subfloat {
+            if sub.file == file && i < sub.end {
+                if let Some(number) = sub.number.clone() {
+                    let unit = self.container();
+                    self.b.add_label(unit, &l, Some(number), Span::at(file, i));
+                    return;
+                }
+            } else {
+                self.subfloat = None;
+            }
+        }
         let unit = self.container();
         if unit == 0 {
             self.b.diag(
@@ -1700,6 +1855,52 @@ impl Latex {
             .clone()
             .or_else(|| self.section_label.clone());
         self.b.add_label(unit, &l, number, Span::at(file, i));
+    }
+
+    /// Steps the sub-float counter (`subfigure`, `subtable`) of the float around, numbering the
+    /// float first when its caption is still to come (the caption package steps it at the first
+    /// sub-float); what `\ref` prints for a label in the sub-float: the float's number and the
+    /// letter (`1a`, as subcaption and subfig print it). `None` outside a numbered float.
+    fn step_subfloat(&mut self) -> Option<String> {
+        let pos = self.below().unit_env?;
+        let unit = self.envs[pos].unit?;
+        let counter = self.envs[pos].float_counter?;
+        if self.b.doc.units[unit].number.is_none() {
+            self.counters.step(counter);
+            let number = self.counters.reference(counter);
+            let u = &mut self.b.doc.units[unit];
+            u.number = Some(number.clone());
+            u.numbers.push(number);
+            self.float_numbered_early = Some(unit);
+        }
+        let sub = format!("sub{counter}");
+        if !self.counters.exists(&sub) {
+            self.counters.define(&sub, Some(counter));
+        }
+        self.counters.step(&sub);
+        let float = self.b.doc.units[unit].number.clone()?;
+        let letter = self.counters.format(self.counters.value(&sub), "alph");
+        Some(format!("{float}{letter}"))
+    }
+
+    /// A sub-float command at `i` (`j` after its name): subfig's `\subfloat[caption][entry]{body}`,
+    /// the subfigure package's `\subfigure[caption]{body}`, subcaption's
+    /// `\subcaptionbox[entry]{caption}[width][pos]{body}`. Each steps the sub-float counter (an
+    /// empty or missing caption too, as subfig does); labels in it print the sub-float's number.
+    /// Returns `j`: its caption and body are read as the float's text.
+    fn subfloat_command(&mut self, file: usize, text: &str, j: usize, name: &str) -> usize {
+        if self.below().unit_env.is_none() {
+            return j;
+        }
+        let end = if name == "subcaptionbox" {
+            let k = arg(text, skip_opt(text, j)).map_or(j, |a| a.1);
+            arg(text, skip_opt(text, skip_opt(text, k))).map_or(k, |a| a.1)
+        } else {
+            arg(text, skip_opt(text, skip_opt(text, j))).map_or(j, |a| a.1)
+        };
+        let number = self.step_subfloat();
+        self.subfloat = Some(SubFloat { file, end, number });
+        j
     }
 
     /// `\caption` at `i`: steps the float's counter and gives its unit a number and a title.
@@ -1729,6 +1930,16 @@ impl Latex {
         };
         // A caption inside a sub-figure environment numbers the sub-figure, not the float.
         if self.below().sub_inside_unit {
+            if let Some(sub) = &self.subfloat
+                && sub.file == file
+                && i < sub.end
+                && sub.number.is_none()
+            {
+                let number = self.step_subfloat();
+                if let Some(sub) = &mut self.subfloat {
+                    sub.number = number;
+                }
+            }
             self.scan_refs_in(file, text, k, end);
             return end;
         }
@@ -1738,7 +1949,10 @@ impl Latex {
         };
         let unit = self.envs[pos].unit.unwrap_or(0);
         let counter = counter.or(self.envs[pos].float_counter);
-        if let Some(c) = counter {
+        if self.float_numbered_early == Some(unit) {
+            // Its sub-floats stepped the counter already (as the caption package does).
+            self.float_numbered_early = None;
+        } else if let Some(c) = counter {
             self.counters.step(c);
             let number = self.counters.reference(c);
             let u = &mut self.b.doc.units[unit];

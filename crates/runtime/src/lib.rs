@@ -10,6 +10,15 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 /// The process's runtime (multi-threaded, IO and timers on), started on first use.
 pub fn runtime() -> std::io::Result<&'static Runtime> {
+    static STARTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    // One thread builds it: a second runtime built by a racing thread would have to be dropped,
+    // and dropping a runtime inside async code panics.
+    let _one = STARTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(rt) = RUNTIME.get() {
         return Ok(rt);
     }
@@ -17,8 +26,6 @@ pub fn runtime() -> std::io::Result<&'static Runtime> {
         .thread_name("ledger-async")
         .enable_all()
         .build()?;
-    // Two threads may race to start it: the first one set is kept, the other one dropped here,
-    // outside any async context.
     Ok(RUNTIME.get_or_init(|| built))
 }
 

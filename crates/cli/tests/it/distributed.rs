@@ -207,8 +207,8 @@ fn terminate(child: Child) -> Output {
 }
 
 /// A copy of the bundled datasets (documents are edited in some tests), without the parser's
-/// class, encoding and paper fixtures (28 small documents that would only lengthen these
-/// tests): seven documents.
+/// class, encoding, paper, sub-float, display and whole-document fixtures (32 small documents
+/// that would only lengthen these tests): seven documents.
 fn corpus(dir: &Path) -> PathBuf {
     super::copy_datasets(
         &dir.join("corpus"),
@@ -216,6 +216,9 @@ fn corpus(dir: &Path) -> PathBuf {
             "latex-features/classes",
             "latex-features/encodings",
             "latex-features/papers",
+            "latex-features/subfloats",
+            "latex-features/displays",
+            "latex-features/verbatim-whole-document",
         ],
     )
 }

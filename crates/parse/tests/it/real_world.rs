@@ -135,6 +135,48 @@ fn an_unclosed_verbatim_environment_does_not_swallow_the_rest_of_the_document() 
 }
 
 #[test]
+fn a_manual_whose_verbatim_examples_hold_whole_documents_is_read_to_its_end() {
+    // `lcode` is defined in a style file that did not travel with the manual; its first example
+    // holds `\documentclass`, `\begin{document}` … `\end{document}`. The manual goes on after it.
+    let docs = parse_dir(&datasets().join("latex-features/verbatim-whole-document"));
+    let doc = &docs[0];
+    let said: Vec<(Severity, &str)> = doc
+        .diagnostics
+        .iter()
+        .map(|d| (d.severity, d.message.as_str()))
+        .collect();
+    assert!(said.iter().all(|(s, _)| *s != Severity::Error), "{said:?}");
+    assert!(
+        said.iter().any(|(s, m)| *s == Severity::Warning
+            && m.starts_with("\\begin{lcode} holds a whole document")),
+        "{said:?}"
+    );
+    // Every label LaTeX wrote, numbered as LaTeX numbered it (the example's `sec:hello` is text).
+    let aux =
+        std::fs::read_to_string(datasets().join("latex-features/verbatim-whole-document/main.aux"))
+            .expect("aux");
+    let expected: BTreeMap<String, String> = aux
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("\\newlabel{")?;
+            let (key, rest) = rest.split_once("}{{")?;
+            Some((key.to_string(), rest.split('}').next()?.to_string()))
+        })
+        .collect();
+    assert_eq!(printed_numbers(doc), expected);
+    // The references after the examples are read: four resolve, and the one to a section not yet
+    // written is reported broken; the example's `\ref{sec:nowhere}` is not a reference.
+    let broken: Vec<&str> = doc
+        .mentions
+        .iter()
+        .filter(|m| !matches!(m.resolution, Resolution::Resolved { .. }))
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(broken, ["\\ref{sec:appendix}"]);
+    assert_eq!(doc.mentions.len(), 5, "{:?}", doc.mentions);
+}
+
+#[test]
 fn each_document_class_numbers_like_latex() {
     // One small document per class (datasets/latex-features/classes/make.py), compiled by
     // pdflatex: the number of every label, for sections, equations (per line of align, eqnarray,
