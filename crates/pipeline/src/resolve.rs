@@ -220,9 +220,8 @@ fn load(file: Option<&Path>, start: &Path, env: impl Fn(&str) -> Option<String>)
         .parse()
         .map_err(|e| invalid(format!("built-in configs/default.toml: {e}")))?;
     if let Some(project) = find_project(start) {
-        let user = read_table(&project)?;
+        let mut user = read_table(&project)?;
         refuse_what_a_project_may_not_set(&user, &project)?;
-        let mut user = user;
         for note in cap_resources(&mut user, &value, &project) {
             tracing::warn!("{note}");
         }

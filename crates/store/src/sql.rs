@@ -79,9 +79,16 @@ impl SqlSession {
         let runtime = RuntimeEnvBuilder::new()
             .with_memory_pool(memory_pool(&limits))
             .build_arc()?;
-        // `information_schema` makes `SHOW TABLES` and `SHOW COLUMNS FROM t` work.
+        // `information_schema` makes `SHOW TABLES` and `SHOW COLUMNS FROM t` work. A sort keeps
+        // back memory to merge what it spilled: DataFusion's 10 MB per partition would leave no
+        // room to spill under a small limit, so at most a sixteenth of the limit.
+        let mut config = SessionConfig::new().with_information_schema(true);
+        let execution = &mut config.options_mut().execution;
+        execution.sort_spill_reservation_bytes = execution
+            .sort_spill_reservation_bytes
+            .min(limits.memory / 16);
         let state = SessionStateBuilder::new()
-            .with_config(SessionConfig::new().with_information_schema(true))
+            .with_config(config)
             .with_runtime_env(runtime)
             .with_default_features()
             .with_physical_optimizer_rule(Arc::new(LimitRecursion(limits.recursion)))
@@ -155,7 +162,10 @@ impl SqlSession {
                 self.limits.timeout,
             ))),
             Ok(Err(StoreError::Sql(e))) => Err(match limit_of(&e, &self.limits) {
-                Some(limit) => StoreError::LimitExceeded(limit),
+                Some(limit) => {
+                    tracing::debug!(%e, "SQL statement stopped at a limit");
+                    StoreError::LimitExceeded(limit)
+                }
                 None => StoreError::Sql(e),
             }),
             Ok(done) => done,

@@ -8,7 +8,7 @@ use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, Tr
 use datafusion::common::{DataFusionError, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::execution::TaskContext;
-use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryPool, TrackConsumersPool};
+use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool, TrackConsumersPool};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
@@ -114,11 +114,12 @@ pub fn human_bytes(bytes: usize) -> String {
     }
 }
 
-/// The memory pool of a session: greedy (first come, first served), naming its largest
-/// consumers when it refuses.
+/// The memory pool of a session: fair to the operators that can spill (each partition's sort
+/// gets its share and spills past it, where a greedy pool let the first sort take everything
+/// and the second fail), naming its largest consumers when it refuses.
 pub(crate) fn memory_pool(limits: &SqlLimits) -> Arc<dyn MemoryPool> {
     Arc::new(TrackConsumersPool::new(
-        GreedyMemoryPool::new(limits.memory),
+        FairSpillPool::new(limits.memory),
         std::num::NonZeroUsize::new(3).expect("3 > 0"),
     ))
 }
