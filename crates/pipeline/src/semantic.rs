@@ -508,6 +508,12 @@ pub fn similar(
     unit: &str,
     k: usize,
 ) -> Result<Vec<(String, String, f32, String)>> {
+    // `--doc` as the other commands take it: an id, or any path to the document.
+    let ids = semantic.embeddings.iter().map(|e| e.doc_id.as_str());
+    let doc = doc
+        .map(|d| ledger_retrieve::document_named(ids, d))
+        .transpose()?;
+    let doc = doc.as_deref();
     let matches: Vec<&UnitEmbedding> = semantic
         .embeddings
         .iter()

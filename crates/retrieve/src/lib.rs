@@ -270,61 +270,9 @@ impl Graph {
         }
     }
 
-    /// The id of the document `named`: its id, or a path to it (or to the folder holding it) as
-    /// the user writes it, relative to the working folder or absolute, from any folder: a
-    /// document's id is its path as it was named when the graph was built, so a path that
-    /// resolves to a file ending with an id's path names that document.
+    /// The id of the document `named` among the graph's: see [`document_named`].
     pub fn document(&self, named: &str) -> Result<String, RetrieveError> {
-        let ids: std::collections::BTreeSet<&str> =
-            self.units.iter().map(|u| u.doc_id.as_str()).collect();
-        if ids.contains(named) {
-            return Ok(named.to_string());
-        }
-        let components = |p: &std::path::Path| -> Vec<String> {
-            p.components()
-                .filter(|c| matches!(c, std::path::Component::Normal(_)))
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect()
-        };
-        let given = std::path::Path::new(named);
-        let absolute = std::fs::canonicalize(given).ok();
-        let given_parts = components(absolute.as_deref().unwrap_or(given));
-        let found: Vec<&str> = ids
-            .iter()
-            .copied()
-            .filter(|id| {
-                let id_parts = components(std::path::Path::new(id));
-                if id_parts.is_empty() {
-                    return false;
-                }
-                // The path given is the document (its file ends with the id's path), or the
-                // folder that holds it (the id's path, less its last part or more, ends it).
-                given_parts.ends_with(&id_parts)
-                    || (1..id_parts.len()).any(|k| given_parts.ends_with(&id_parts[..k]))
-                        && absolute.as_deref().is_none_or(std::path::Path::is_dir)
-            })
-            .collect();
-        match found.as_slice() {
-            [one] => Ok(one.to_string()),
-            [] => Err(RetrieveError::NoDocument {
-                named: named.to_string(),
-                known: ids.iter().take(5).map(|s| s.to_string()).collect(),
-            }),
-            many => {
-                // The most specific: the ids the whole path ends with, when one is left.
-                let whole: Vec<&&str> = many
-                    .iter()
-                    .filter(|id| given_parts.ends_with(&components(std::path::Path::new(id))))
-                    .collect();
-                match whole.as_slice() {
-                    [one] => Ok(one.to_string()),
-                    _ => Err(RetrieveError::AmbiguousDocument {
-                        named: named.to_string(),
-                        candidates: many.iter().map(|s| s.to_string()).collect(),
-                    }),
-                }
-            }
-        }
+        document_named(self.units.iter().map(|u| u.doc_id.as_str()), named)
     }
 
     /// The targets named in an instruction: every "Kind N" phrase and every unit id or label in
@@ -436,4 +384,63 @@ pub fn markdown(graph: &Graph, context: &Context) -> String {
         ));
     }
     s
+}
+
+/// The id of the document `named` among `ids`: its id, or a path to it (or to the folder holding
+/// it) as the user writes it, relative to the working folder or absolute, from any folder: a
+/// document's id is its path as it was named when the graph was built, so a path that resolves
+/// to a file ending with an id's path names that document.
+pub fn document_named<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    named: &str,
+) -> Result<String, RetrieveError> {
+    let ids: std::collections::BTreeSet<&str> = ids.into_iter().collect();
+    if ids.contains(named) {
+        return Ok(named.to_string());
+    }
+    let components = |p: &std::path::Path| -> Vec<String> {
+        p.components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect()
+    };
+    let given = std::path::Path::new(named);
+    let absolute = std::fs::canonicalize(given).ok();
+    let given_parts = components(absolute.as_deref().unwrap_or(given));
+    let found: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| {
+            let id_parts = components(std::path::Path::new(id));
+            if id_parts.is_empty() {
+                return false;
+            }
+            // The path given is the document (its file ends with the id's path), or the
+            // folder that holds it (the id's path, less its last part or more, ends it).
+            given_parts.ends_with(&id_parts)
+                || (1..id_parts.len()).any(|k| given_parts.ends_with(&id_parts[..k]))
+                    && absolute.as_deref().is_none_or(std::path::Path::is_dir)
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => Err(RetrieveError::NoDocument {
+            named: named.to_string(),
+            known: ids.iter().take(5).map(|s| s.to_string()).collect(),
+        }),
+        many => {
+            // The most specific: the ids the whole path ends with, when one is left.
+            let whole: Vec<&&str> = many
+                .iter()
+                .filter(|id| given_parts.ends_with(&components(std::path::Path::new(id))))
+                .collect();
+            match whole.as_slice() {
+                [one] => Ok(one.to_string()),
+                _ => Err(RetrieveError::AmbiguousDocument {
+                    named: named.to_string(),
+                    candidates: many.iter().map(|s| s.to_string()).collect(),
+                }),
+            }
+        }
+    }
 }

@@ -632,6 +632,30 @@ fn related_edges_embeddings_and_similar() {
         .collect();
     assert_eq!(scores.len(), 3);
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    // `--doc` takes any path to the document, as the other commands do: the file from another
+    // working folder, or the folder holding it.
+    let paper = dir.path().join("datasets/paper-equational-theories");
+    for named in [paper.join("main.tex"), paper.clone()] {
+        let by_path = ledger_in(
+            dir.path(),
+            &[
+                "similar",
+                "--graph",
+                g,
+                "--doc",
+                named.to_str().expect("utf8"),
+            ]
+            .into_iter()
+            .chain(["fig:854", "-k", "3"])
+            .collect::<Vec<_>>(),
+        );
+        assert!(
+            by_path.status.success(),
+            "{}",
+            String::from_utf8_lossy(&by_path.stderr)
+        );
+        assert_eq!(stdout(&by_path), stdout(&o));
+    }
 }
 
 /// The `cache:` line of `ledger index` as (summaries reused, vectors reused, summaries written,
