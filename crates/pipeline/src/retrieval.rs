@@ -193,6 +193,16 @@ pub fn retrieve(path: &Path, graph: &Graph, ask: &Ask, config: &Config) -> Resul
         },
         &ranking,
     );
+    // A target larger than the budget cannot be in its own context: say so, not silently.
+    let units = graph.units();
+    for &t in &targets.units {
+        if !context.units.iter().any(|taken| taken.unit == t) {
+            notes.push(format!(
+                "note: the target `{}` ({} tokens) is larger than what is left of the {}-token budget and is not in the context; raise --budget",
+                units[t].unit_id, units[t].tokens, context.budget
+            ));
+        }
+    }
     Ok(Retrieved { context, notes })
 }
 

@@ -867,6 +867,17 @@ fn context_and_impact_from_a_graph() {
     assert!(c["units"].as_array().expect("units").len() > 1, "{c}");
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(err.contains("% of the document's"), "{err}");
+    assert!(!err.contains("is not in the context"), "{err}");
+    // A budget the target does not fit in says so (it was left out without a word).
+    let o = ledger(&[
+        "context", "--graph", g, "--doc", doc, "--target", unit, "--budget", "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let small = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        small.contains(&format!("note: the target `{unit}` (")) && small.contains("raise --budget"),
+        "{small}"
+    );
     // What is left out is counted in the target's document alone: its units less those taken.
     let left: usize = err
         .split(" of its units left out")
