@@ -80,9 +80,11 @@ const VERBATIM_STARTS: [&str; 8] = [
 const MAX_EXAMPLE_MARKERS: usize = 64;
 
 /// Whether byte `at` of `text` is inside a `%` comment (a `%` earlier on its line, not `\%`).
+/// Only the 4 KiB before `at` are looked at, so that many questions on one long line cost
+/// linear time.
 fn in_comment(text: &str, at: usize) -> bool {
-    let line_start = text[..at].rfind('\n').map_or(0, |k| k + 1);
-    let line = &text.as_bytes()[line_start..at];
+    let before = &text.as_bytes()[at.saturating_sub(4096)..at];
+    let line = memchr::memrchr(b'\n', before).map_or(before, |k| &before[k + 1..]);
     line.iter()
         .enumerate()
         .any(|(k, &c)| c == b'%' && (k == 0 || line[k - 1] != b'\\'))
@@ -497,9 +499,6 @@ impl Latex {
                 (!in_comment(text, at)).then(|| (at, c.get(1).map(|m| m.as_str())))
             })
             .collect();
-        if markers.is_empty() {
-            return;
-        }
         // The main file's own `\documentclass`, `\begin{document}` and last `\end{document}`.
         let main = file == 0;
         let first_begin = markers.iter().position(|m| m.1 == Some("begin"));
@@ -509,6 +508,9 @@ impl Latex {
                 || Some(k) == last_end
                 || (kind.is_none() && first_begin.is_none_or(|f| k < f)))
         };
+        if markers.iter().enumerate().all(|(k, m)| own(k, m.1)) {
+            return;
+        }
         let begins: Vec<(usize, usize, &str)> = BEGIN
             .captures_iter(text)
             .filter_map(|c| {
@@ -521,6 +523,17 @@ impl Latex {
                 ))
             })
             .collect();
+        // Where each environment's `\end`s are, found once (not searched for per question).
+        static END: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\\end[ \t]*\{([^{}\\]+)\}").expect("valid"));
+        let mut ends: HashMap<&str, Vec<usize>> = HashMap::default();
+        for c in END.captures_iter(text) {
+            if let (Some(all), Some(name)) = (c.get(0), c.get(1)) {
+                ends.entry(name.as_str().trim())
+                    .or_default()
+                    .push(all.start());
+            }
+        }
         let mut read_until = 0;
         let inner = markers
             .iter()
@@ -537,8 +550,8 @@ impl Latex {
                 .rev()
                 .take(MAX_EXAMPLE_MARKERS)
                 .find_map(|&(_, after, name)| {
-                    let close = format!("\\end{{{name}}}");
-                    let end = find_from(text, after, &close)?;
+                    let ends = ends.get(name)?;
+                    let end = *ends.get(ends.partition_point(|&e| e < after))?;
                     (end > at).then_some((end, name))
                 });
             let Some((end, name)) = enclosing else {
