@@ -409,6 +409,8 @@ fn best_threshold(docs: &[(&Prepared, Scored)]) -> f64 {
 /// One training row: the features of a (unit, candidate) pair and whether its owners are a gold
 /// pair, with the owners (for scoring at owner level).
 struct Example {
+    /// The judged head (the unit whose candidates these are).
+    head: usize,
     owners: (usize, usize),
     x: Vec<f64>,
     y: bool,
@@ -431,6 +433,7 @@ fn examples(p: &Prepared, window: usize) -> Vec<Example> {
                 .filter_map(move |(x, j)| {
                     let b = p.owner[j].filter(|&b| b != a)?;
                     Some(Example {
+                        head: i,
                         owners: (a, b),
                         x,
                         y: p.gold.contains(&(a, b)),
@@ -444,10 +447,12 @@ fn examples(p: &Prepared, window: usize) -> Vec<Example> {
 /// `model`'s owner-level probabilities over `examples`.
 fn scored(model: &Model, examples: &[Example]) -> Scored {
     let mut out = Scored::new();
-    for e in examples {
-        let p = model.probability(&e.x);
-        let v = out.entry(e.owners).or_insert(0.0);
-        *v = v.max(p);
+    for head in examples.chunk_by(|a, b| a.head == b.head) {
+        let rows: Vec<Vec<f64>> = head.iter().map(|e| e.x.clone()).collect();
+        for (e, p) in head.iter().zip(model.probabilities(&rows)) {
+            let v = out.entry(e.owners).or_insert(0.0);
+            *v = v.max(p);
+        }
     }
     out
 }
@@ -457,12 +462,17 @@ const L2: f64 = 1.0;
 
 /// Fits a model on `docs` (their names recorded) with its threshold chosen on them.
 fn fit(docs: &[(&Prepared, &[Example])]) -> Model {
-    let (x, y): (Vec<Vec<f64>>, Vec<bool>) = docs
+    let heads: Vec<(Vec<Vec<f64>>, Vec<bool>)> = docs
         .iter()
-        .flat_map(|(_, ex)| ex.iter().map(|e| (e.x.clone(), e.y)))
-        .unzip();
+        .flat_map(|(_, ex)| ex.chunk_by(|a, b| a.head == b.head))
+        .map(|head| head.iter().map(|e| (e.x.clone(), e.y)).unzip())
+        .collect();
+    let heads: Vec<(&[Vec<f64>], &[bool])> = heads
+        .iter()
+        .map(|(x, y)| (x.as_slice(), y.as_slice()))
+        .collect();
     let names = docs.iter().map(|(p, _)| p.name.clone()).collect();
-    let mut model = Model::fit(&x, &y, L2, names);
+    let mut model = Model::fit(&heads, L2, names);
     let in_sample: Vec<(&Prepared, Scored)> = docs
         .iter()
         .map(|(p, ex)| (*p, scored(&model, ex)))

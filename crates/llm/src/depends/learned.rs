@@ -49,6 +49,8 @@ pub const FEATURES: &[&str] = &[
     "title_words_x_definition",
     "tfidf_x_result",
     "tfidf_x_definition",
+    "title_named",
+    "label_named",
 ];
 
 /// The features of head `i` against each of its `candidates` (all before it), in [`FEATURES`]
@@ -136,6 +138,8 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
                 title * flag(definition),
                 tfidf[k] * flag(result),
                 tfidf[k] * flag(definition),
+                s.named(&s.title_names[j], i),
+                s.named(&s.label_names[j], i),
             ]
         })
         .collect()
@@ -165,7 +169,9 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         let signal = s.share(&s.label_words[j], i) > 0.0
             || s.share(&s.title_words[j], i) > 0.0
             || s.cosine(i, j) >= WIDE_COSINE
-            || s.notation(i, j) >= WIDE_COSINE;
+            || s.notation(i, j) >= WIDE_COSINE
+            || s.named(&s.title_names[j], i) >= WIDE_NAMED
+            || s.named(&s.label_names[j], i) >= WIDE_NAMED;
         if signal {
             out.insert(j);
         }
@@ -179,14 +185,40 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
     out
 }
 
+/// Share of a statement's title or label weight ([`Signals::named`]) from which it is a
+/// candidate without any other signal.
+const WIDE_NAMED: f64 = 0.5;
+
 /// TF-IDF cosine above which an earlier statement is a candidate without any other signal.
 const WIDE_COSINE: f64 = 0.15;
 
-/// A logistic regression over standardised [`features`].
+/// Names of the second stage's features: what the first stage gave a head's candidates.
+pub const HEAD_FEATURES: &[&str] = &["logit", "head_max", "head_rank", "head_rivals"];
+
+/// The second stage's features of each of one head's candidates, from their first-stage
+/// probabilities `p`: the candidate's own log-odds, the head's best probability, the candidate's
+/// rank among the head's, and how many rivals come within half of the best. A head that has one
+/// clear prerequisite and one with twenty alike are told apart.
+fn head_features(p: &[f64]) -> Vec<Vec<f64>> {
+    let best = p.iter().copied().fold(0.0, f64::max);
+    let likely = p.iter().filter(|&&x| x >= best / 2.0).count();
+    p.iter()
+        .map(|&x| {
+            let rank = 1 + p.iter().filter(|&&y| y > x).count();
+            let x = x.clamp(1e-6, 1.0 - 1e-6);
+            vec![
+                (x / (1.0 - x)).ln(),
+                (best + 1e-6).ln(),
+                1.0 / rank as f64,
+                (likely as f64).ln_1p(),
+            ]
+        })
+        .collect()
+}
+
+/// A logistic regression over standardised features.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Model {
-    /// Feature names (must equal [`FEATURES`]).
-    pub features: Vec<String>,
+pub struct Stage {
     /// Per feature: the mean subtracted before weighting.
     pub mean: Vec<f64>,
     /// Per feature: the scale divided by before weighting.
@@ -195,35 +227,10 @@ pub struct Model {
     pub weights: Vec<f64>,
     /// The intercept.
     pub bias: f64,
-    /// The probability from which a candidate is a prerequisite (the operating point chosen on
-    /// the training documents).
-    pub threshold: f64,
-    /// What it was trained on, for the record.
-    pub trained_on: Vec<String>,
 }
 
-/// The model shipped with LEDGER (`ledger eval depends --train` writes it).
-static SHIPPED: &str = include_str!("learned.json");
-
-impl Model {
-    /// The shipped model.
-    pub fn shipped() -> Model {
-        let model: Model = serde_json::from_str(SHIPPED).expect("the shipped model is valid JSON");
-        assert_eq!(
-            model.features, FEATURES,
-            "the shipped model has other features"
-        );
-        model
-    }
-
-    /// A short hash of the weights: part of the judge's name, so that a retrained model
-    /// invalidates what an earlier one decided.
-    pub fn version(&self) -> String {
-        let json = serde_json::to_string(self).unwrap_or_default();
-        blake3::hash(json.as_bytes()).to_hex()[..8].to_string()
-    }
-
-    /// The probability of a dependency given the features `x`.
+impl Stage {
+    /// The probability given the features `x`.
     pub fn probability(&self, x: &[f64]) -> f64 {
         let z: f64 = x
             .iter()
@@ -236,9 +243,8 @@ impl Model {
         1.0 / (1.0 + (-z).exp())
     }
 
-    /// Fits a model on rows `x` with labels `y` by Newton's method, L2-penalised by `l2`.
-    pub fn fit(x: &[Vec<f64>], y: &[bool], l2: f64, trained_on: Vec<String>) -> Model {
-        let d = FEATURES.len();
+    /// Fits rows `x` (of `d` features) with labels `y` by Newton's method, L2-penalised by `l2`.
+    pub fn fit(x: &[Vec<f64>], y: &[bool], d: usize, l2: f64) -> Stage {
         let n = x.len().max(1) as f64;
         let mean: Vec<f64> = (0..d)
             .map(|k| x.iter().map(|r| r[k]).sum::<f64>() / n)
@@ -283,12 +289,82 @@ impl Model {
                 break;
             }
         }
-        Model {
-            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+        Stage {
             mean,
             scale,
             bias: w[d],
             weights: w[..d].to_vec(),
+        }
+    }
+}
+
+/// The learned model, in two stages: a logistic regression over each (head, candidate) pair's
+/// [`features`], then one over what that first stage gave all of the head's candidates
+/// ([`HEAD_FEATURES`]), whose output is the probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// Feature names of the first stage (must equal [`FEATURES`]).
+    pub features: Vec<String>,
+    /// The first stage, over [`FEATURES`].
+    pub pairs: Stage,
+    /// The second stage, over [`HEAD_FEATURES`].
+    pub heads: Stage,
+    /// The probability from which a candidate is a prerequisite (the operating point chosen on
+    /// the training documents).
+    pub threshold: f64,
+    /// What it was trained on, for the record.
+    pub trained_on: Vec<String>,
+}
+
+/// The model shipped with LEDGER (`ledger eval depends --train` writes it).
+static SHIPPED: &str = include_str!("learned.json");
+
+impl Model {
+    /// The shipped model.
+    pub fn shipped() -> Model {
+        let model: Model = serde_json::from_str(SHIPPED).expect("the shipped model is valid JSON");
+        assert_eq!(
+            model.features, FEATURES,
+            "the shipped model has other features"
+        );
+        model
+    }
+
+    /// A short hash of the weights: part of the judge's name, so that a retrained model
+    /// invalidates what an earlier one decided.
+    pub fn version(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        blake3::hash(json.as_bytes()).to_hex()[..8].to_string()
+    }
+
+    /// The probabilities of one head's candidates, given their [`features`] `rows`.
+    pub fn probabilities(&self, rows: &[Vec<f64>]) -> Vec<f64> {
+        let first: Vec<f64> = rows.iter().map(|x| self.pairs.probability(x)).collect();
+        head_features(&first)
+            .iter()
+            .map(|x| self.heads.probability(x))
+            .collect()
+    }
+
+    /// Fits a model on heads (each the [`features`] rows of its candidates, with their labels),
+    /// both stages L2-penalised by `l2`; the second stage learns from the first's in-sample
+    /// probabilities. The threshold is left at 0.5.
+    pub fn fit(heads: &[(&[Vec<f64>], &[bool])], l2: f64, trained_on: Vec<String>) -> Model {
+        let x: Vec<Vec<f64>> = heads.iter().flat_map(|(x, _)| x.iter().cloned()).collect();
+        let y: Vec<bool> = heads.iter().flat_map(|(_, y)| y.iter().copied()).collect();
+        let pairs = Stage::fit(&x, &y, FEATURES.len(), l2);
+        let second: Vec<Vec<f64>> = heads
+            .iter()
+            .flat_map(|(x, _)| {
+                let p: Vec<f64> = x.iter().map(|r| pairs.probability(r)).collect();
+                head_features(&p)
+            })
+            .collect();
+        let heads = Stage::fit(&second, &y, HEAD_FEATURES.len(), l2);
+        Model {
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+            pairs,
+            heads,
             threshold: 0.5,
             trained_on,
         }
@@ -367,11 +443,13 @@ impl LearnedJudge {
         candidates: &[usize],
     ) -> Vec<Verdict> {
         let members = &s.members[unit];
+        let rows = features(ctx, s, unit, candidates);
+        let probabilities = self.model.probabilities(&rows);
         candidates
             .iter()
-            .zip(features(ctx, s, unit, candidates))
-            .map(|(&j, x)| {
-                let p = self.model.probability(&x);
+            .zip(rows)
+            .zip(probabilities)
+            .map(|((&j, x), p)| {
                 let depends = p >= self.threshold;
                 let elements = if depends {
                     explain(ctx, members, j, &x, p)
@@ -499,21 +577,52 @@ mod tests {
             x.push(row);
             y.push((k % 2 == 0) != (k % 10 == 1 || k % 10 == 4));
         }
-        let model = Model::fit(&x, &y, 1.0, vec!["toy".into()]);
+        let stage = Stage::fit(&x, &y, d, 1.0);
         let mut on = vec![0.0; d];
         on[0] = 1.0;
-        let (p_on, p_off) = (model.probability(&on), model.probability(&vec![0.0; d]));
+        let (p_on, p_off) = (stage.probability(&on), stage.probability(&vec![0.0; d]));
         // The true rates are 0.8 and 0.2.
         assert!((p_on - 0.8).abs() < 0.02, "{p_on}");
         assert!((p_off - 0.2).abs() < 0.02, "{p_off}");
     }
 
     #[test]
+    fn the_second_stage_tells_a_lone_candidate_from_one_of_a_crowd() {
+        // Feature 0 marks a likely prerequisite. Heads of one kind have one such candidate,
+        // always right; heads of the other have eight, of which one is right. Alone, the first
+        // stage gives all of them one probability; the second sees the crowd.
+        let d = FEATURES.len();
+        let row = |on: bool| {
+            let mut r = vec![0.0; d];
+            r[0] = f64::from(u8::from(on));
+            r
+        };
+        let lone: Vec<Vec<f64>> = vec![row(true), row(false), row(false)];
+        let lone_y = vec![true, false, false];
+        let crowd: Vec<Vec<f64>> = (0..8).map(|_| row(true)).collect();
+        let crowd_y: Vec<bool> = (0..8).map(|k| k == 0).collect();
+        let mut heads: Vec<(&[Vec<f64>], &[bool])> = Vec::new();
+        for _ in 0..50 {
+            heads.push((&lone, &lone_y));
+            heads.push((&crowd, &crowd_y));
+        }
+        let model = Model::fit(&heads, 1.0, vec!["toy".into()]);
+        let (p_lone, p_crowd) = (
+            model.probabilities(&lone)[0],
+            model.probabilities(&crowd)[0],
+        );
+        assert!(p_lone > 0.8, "{p_lone}");
+        assert!(p_crowd < 0.3, "{p_crowd}");
+    }
+
+    #[test]
     fn the_shipped_model_has_the_features_and_a_threshold() {
         let model = Model::shipped();
-        assert_eq!(model.weights.len(), FEATURES.len());
+        assert_eq!(model.pairs.weights.len(), FEATURES.len());
+        assert_eq!(model.heads.weights.len(), HEAD_FEATURES.len());
         assert!(model.threshold > 0.0 && model.threshold < 1.0);
         assert!(model.trained_on.len() >= 10, "{:?}", model.trained_on);
-        assert!(model.scale.iter().all(|s| *s > 0.0));
+        assert!(model.pairs.scale.iter().all(|s| *s > 0.0));
+        assert!(model.heads.scale.iter().all(|s| *s > 0.0));
     }
 }

@@ -107,6 +107,13 @@ pub(super) fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Digit runs of a text: numbers that name a unit (`Equation 387`, `\Equaref{387}`, `eq387`).
+pub(super) fn numbers(text: &str) -> impl Iterator<Item = String> + '_ {
+    static NUMBER: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"[0-9]+").expect("valid"));
+    NUMBER.find_iter(text).map(|m| m.as_str().to_string())
+}
+
 /// Words and commands too common to carry a dependency.
 const STOP: &[&str] = &[
     "the",
@@ -207,6 +214,16 @@ pub struct Signals {
     pub(super) label_words: Vec<Vec<String>>,
     /// Per unit: the words of its title.
     pub(super) title_words: Vec<Vec<String>>,
+    /// Per unit: the words and numbers of its title (what names it).
+    pub(super) title_names: Vec<Vec<String>>,
+    /// Per unit: the words and numbers of its labels.
+    pub(super) label_names: Vec<Vec<String>>,
+    /// Per head: the numbers of its group's text; per other unit: its own.
+    pub(super) numbers: Vec<HashSet<String>>,
+    /// Inverse document frequency over the judgeable units of each word and number.
+    pub(super) idf: HashMap<String, f64>,
+    /// The weight of a word or number no unit's text holds.
+    pub(super) unseen_idf: f64,
     /// Per unit: the nearest enclosing section, and the topmost one.
     pub(super) section: Vec<(Option<usize>, Option<usize>)>,
     /// Per unit: how many units name it or use what it introduces.
@@ -348,6 +365,66 @@ impl Signals {
             .iter()
             .map(|u| u.title.as_deref().map(tokens).unwrap_or_default())
             .collect();
+        let own_numbers: Vec<Vec<String>> = doc
+            .units
+            .iter()
+            .map(|u| {
+                if judgeable(u) {
+                    numbers(&judge_text(&u.text)).collect()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let numbers_of_groups = (0..n)
+            .map(|i| {
+                let of = if group[i] == i {
+                    &members[i][..]
+                } else {
+                    std::slice::from_ref(&i)
+                };
+                of.iter()
+                    .flat_map(|&k| own_numbers[k].iter().cloned())
+                    .collect()
+            })
+            .collect();
+        let mut df: HashMap<String, usize> = HashMap::new();
+        for (t, m) in texts.iter().zip(&own_numbers) {
+            let seen: HashSet<&String> = t.iter().chain(m).collect();
+            for w in seen {
+                *df.entry(w.clone()).or_default() += 1;
+            }
+        }
+        let judged_units = doc.units.iter().filter(|u| judgeable(u)).count().max(1) as f64;
+        let idf = df
+            .into_iter()
+            .map(|(w, d)| (w, (judged_units / d as f64).ln().max(0.0) + 0.1))
+            .collect();
+        let title_names = doc
+            .units
+            .iter()
+            .map(|u| {
+                let t = u.title.as_deref().unwrap_or_default();
+                let mut v: Vec<String> = tokens(t).into_iter().chain(numbers(t)).collect();
+                v.sort();
+                v.dedup();
+                v
+            })
+            .collect();
+        let label_names = doc
+            .units
+            .iter()
+            .map(|u| {
+                let mut v: Vec<String> = u
+                    .labels
+                    .iter()
+                    .flat_map(|(l, _)| self::label_words(l).into_iter().chain(numbers(l)))
+                    .collect();
+                v.sort();
+                v.dedup();
+                v
+            })
+            .collect();
         let section = (0..n)
             .map(|i| {
                 let (mut nearest, mut top) = (None, None);
@@ -411,6 +488,11 @@ impl Signals {
             group_math,
             label_words,
             title_words,
+            title_names,
+            label_names,
+            numbers: numbers_of_groups,
+            idf,
+            unseen_idf: judged_units.ln() + 0.1,
             section,
             popularity,
             rank,
@@ -443,6 +525,20 @@ impl Signals {
             &self.group_math[i]
         };
         cosine(a, &self.math[j])
+    }
+
+    /// Share of the weight of `names` (each word or number by its [`Signals::idf`]) that head
+    /// `i`'s group contains: rare words and numbers count more than common ones.
+    pub(super) fn named(&self, names: &[String], i: usize) -> f64 {
+        let (mut found, mut all) = (0.0, 0.0);
+        for w in names {
+            let weight = self.idf.get(w).copied().unwrap_or(self.unseen_idf);
+            all += weight;
+            if self.words[i].contains(w) || self.numbers[i].contains(w) {
+                found += weight;
+            }
+        }
+        if all > 0.0 { found / all } else { 0.0 }
     }
 
     /// Share of `words` that head `i`'s group contains.
