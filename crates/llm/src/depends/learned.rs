@@ -202,9 +202,11 @@ pub const HEAD_FEATURES: &[&str] = &["logit", "head_max", "head_rank", "head_riv
 fn head_features(p: &[f64]) -> Vec<Vec<f64>> {
     let best = p.iter().copied().fold(0.0, f64::max);
     let likely = p.iter().filter(|&&x| x >= best / 2.0).count();
+    let mut descending = p.to_vec();
+    descending.sort_by(|a, b| b.total_cmp(a));
     p.iter()
         .map(|&x| {
-            let rank = 1 + p.iter().filter(|&&y| y > x).count();
+            let rank = 1 + descending.partition_point(|&y| y > x);
             let x = x.clamp(1e-6, 1.0 - 1e-6);
             vec![
                 (x / (1.0 - x)).ln(),

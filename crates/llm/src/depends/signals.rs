@@ -331,30 +331,35 @@ impl Signals {
             m.sort_by_key(|&k| (k != g, k));
         }
         // Each judgeable unit's words and its math's notation, from what the judge sees of it.
-        let (texts, atoms): (Vec<Vec<String>>, Vec<Vec<String>>) = doc
-            .units
-            .iter()
-            .map(|u| {
-                if judgeable(u) {
-                    let seen = judge_text(&u.text);
-                    (tokens(&seen), math_atoms(&seen))
-                } else {
-                    (Vec::new(), Vec::new())
-                }
-            })
-            .unzip();
+        let (mut texts, mut atoms, mut own_numbers) = (Vec::new(), Vec::new(), Vec::new());
+        for u in &doc.units {
+            let seen = if judgeable(u) {
+                judge_text(&u.text)
+            } else {
+                String::new()
+            };
+            texts.push(tokens(&seen));
+            atoms.push(math_atoms(&seen));
+            own_numbers.push(numbers(&seen).collect::<Vec<String>>());
+        }
         let (tfidf, group_tfidf) = tfidf_vectors(&texts, &members);
         let (math, group_math) = tfidf_vectors(&atoms, &members);
-        let words = (0..n)
-            .map(|i| {
-                let of = if group[i] == i {
-                    &members[i][..]
-                } else {
-                    std::slice::from_ref(&i)
-                };
-                of.iter().flat_map(|&k| texts[k].iter().cloned()).collect()
-            })
-            .collect();
+        // Per head, what its group's units hold; per other unit, what it holds itself.
+        let of_groups = |per_unit: &[Vec<String>]| -> Vec<HashSet<String>> {
+            (0..n)
+                .map(|i| {
+                    let of = if group[i] == i {
+                        &members[i][..]
+                    } else {
+                        std::slice::from_ref(&i)
+                    };
+                    of.iter()
+                        .flat_map(|&k| per_unit[k].iter().cloned())
+                        .collect()
+                })
+                .collect()
+        };
+        let words = of_groups(&texts);
         let label_words = doc
             .units
             .iter()
@@ -365,29 +370,7 @@ impl Signals {
             .iter()
             .map(|u| u.title.as_deref().map(tokens).unwrap_or_default())
             .collect();
-        let own_numbers: Vec<Vec<String>> = doc
-            .units
-            .iter()
-            .map(|u| {
-                if judgeable(u) {
-                    numbers(&judge_text(&u.text)).collect()
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        let numbers_of_groups = (0..n)
-            .map(|i| {
-                let of = if group[i] == i {
-                    &members[i][..]
-                } else {
-                    std::slice::from_ref(&i)
-                };
-                of.iter()
-                    .flat_map(|&k| own_numbers[k].iter().cloned())
-                    .collect()
-            })
-            .collect();
+        let numbers_of_groups = of_groups(&own_numbers);
         let mut df: HashMap<String, usize> = HashMap::new();
         for (t, m) in texts.iter().zip(&own_numbers) {
             let seen: HashSet<&String> = t.iter().chain(m).collect();
