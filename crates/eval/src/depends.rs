@@ -460,16 +460,28 @@ fn scored(model: &Model, examples: &[Example]) -> Scored {
 /// L2 penalty of the logistic regression (on standardised features).
 const L2: f64 = 1.0;
 
-/// Fits a model on `docs` (their names recorded) with its threshold chosen on them.
+/// Fits a model on `docs` (their names recorded) with its threshold chosen on them. Each
+/// document weighs the same, as in the macro averages it is chosen for: a row of a blueprint
+/// with few candidates counts more than one of a large blueprint.
 fn fit(docs: &[(&Prepared, &[Example])]) -> Model {
-    let heads: Vec<(Vec<Vec<f64>>, Vec<bool>)> = docs
+    let total: usize = docs.iter().map(|(_, ex)| ex.len()).sum();
+    let heads: Vec<(Vec<Vec<f64>>, Vec<bool>, f64)> = docs
         .iter()
-        .flat_map(|(_, ex)| ex.chunk_by(|a, b| a.head == b.head))
-        .map(|head| head.iter().map(|e| (e.x.clone(), e.y)).unzip())
+        .flat_map(|(_, ex)| {
+            let weight = total as f64 / (docs.len() * ex.len().max(1)) as f64;
+            ex.chunk_by(|a, b| a.head == b.head).map(move |head| {
+                let (x, y) = head.iter().map(|e| (e.x.clone(), e.y)).unzip();
+                (x, y, weight)
+            })
+        })
         .collect();
-    let heads: Vec<(&[Vec<f64>], &[bool])> = heads
+    let heads: Vec<learned::Head> = heads
         .iter()
-        .map(|(x, y)| (x.as_slice(), y.as_slice()))
+        .map(|(rows, labels, weight)| learned::Head {
+            rows,
+            labels,
+            weight: *weight,
+        })
         .collect();
     let names = docs.iter().map(|(p, _)| p.name.clone()).collect();
     let mut model = Model::fit(&heads, L2, names);

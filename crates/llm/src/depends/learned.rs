@@ -51,6 +51,7 @@ pub const FEATURES: &[&str] = &[
     "tfidf_x_definition",
     "title_named",
     "label_named",
+    "cited_x_equation",
 ];
 
 /// The features of head `i` against each of its `candidates` (all before it), in [`FEATURES`]
@@ -140,6 +141,7 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
                 tfidf[k] * flag(definition),
                 s.named(&s.title_names[j], i),
                 s.named(&s.label_names[j], i),
+                flag(cited && equation),
             ]
         })
         .collect()
@@ -245,8 +247,9 @@ impl Stage {
         1.0 / (1.0 + (-z).exp())
     }
 
-    /// Fits rows `x` (of `d` features) with labels `y` by Newton's method, L2-penalised by `l2`.
-    pub fn fit(x: &[Vec<f64>], y: &[bool], d: usize, l2: f64) -> Stage {
+    /// Fits rows `x` (of `d` features) with labels `y`, each row weighing `w`, by Newton's
+    /// method, L2-penalised by `l2`.
+    pub fn fit(x: &[Vec<f64>], y: &[bool], w: &[f64], d: usize, l2: f64) -> Stage {
         let n = x.len().max(1) as f64;
         let mean: Vec<f64> = (0..d)
             .map(|k| x.iter().map(|r| r[k]).sum::<f64>() / n)
@@ -265,13 +268,15 @@ impl Stage {
                 v
             })
             .collect();
+        let weights = w;
         let mut w = vec![0.0; d + 1];
         for _ in 0..50 {
             let mut g = vec![0.0; d + 1];
             let mut h = vec![vec![0.0; d + 1]; d + 1];
-            for (row, &label) in z.iter().zip(y) {
+            for ((row, &label), &weight) in z.iter().zip(y).zip(weights) {
                 let p = 1.0 / (1.0 + (-dot(row, &w)).exp());
-                let (e, q) = (p - f64::from(u8::from(label)), (p * (1.0 - p)).max(1e-9));
+                let e = weight * (p - f64::from(u8::from(label)));
+                let q = weight * (p * (1.0 - p)).max(1e-9);
                 for ((ga, ha), ra) in g.iter_mut().zip(&mut h).zip(row) {
                     *ga += e * ra;
                     for (hab, rb) in ha.iter_mut().zip(row) {
@@ -348,21 +353,28 @@ impl Model {
             .collect()
     }
 
-    /// Fits a model on heads (each the [`features`] rows of its candidates, with their labels),
-    /// both stages L2-penalised by `l2`; the second stage learns from the first's in-sample
-    /// probabilities. The threshold is left at 0.5.
-    pub fn fit(heads: &[(&[Vec<f64>], &[bool])], l2: f64, trained_on: Vec<String>) -> Model {
-        let x: Vec<Vec<f64>> = heads.iter().flat_map(|(x, _)| x.iter().cloned()).collect();
-        let y: Vec<bool> = heads.iter().flat_map(|(_, y)| y.iter().copied()).collect();
-        let pairs = Stage::fit(&x, &y, FEATURES.len(), l2);
+    /// Fits a model on heads (each the [`features`] rows of its candidates, their labels, and
+    /// the weight of each of its rows), both stages L2-penalised by `l2`; the second stage learns
+    /// from the first's in-sample probabilities. The threshold is left at 0.5.
+    pub fn fit(heads: &[Head<'_>], l2: f64, trained_on: Vec<String>) -> Model {
+        let x: Vec<Vec<f64>> = heads.iter().flat_map(|h| h.rows.iter().cloned()).collect();
+        let y: Vec<bool> = heads
+            .iter()
+            .flat_map(|h| h.labels.iter().copied())
+            .collect();
+        let w: Vec<f64> = heads
+            .iter()
+            .flat_map(|h| std::iter::repeat_n(h.weight, h.rows.len()))
+            .collect();
+        let pairs = Stage::fit(&x, &y, &w, FEATURES.len(), l2);
         let second: Vec<Vec<f64>> = heads
             .iter()
-            .flat_map(|(x, _)| {
-                let p: Vec<f64> = x.iter().map(|r| pairs.probability(r)).collect();
+            .flat_map(|h| {
+                let p: Vec<f64> = h.rows.iter().map(|r| pairs.probability(r)).collect();
                 head_features(&p)
             })
             .collect();
-        let heads = Stage::fit(&second, &y, HEAD_FEATURES.len(), l2);
+        let heads = Stage::fit(&second, &y, &w, HEAD_FEATURES.len(), l2);
         Model {
             features: FEATURES.iter().map(|f| f.to_string()).collect(),
             pairs,
@@ -371,6 +383,17 @@ impl Model {
             trained_on,
         }
     }
+}
+
+/// One head's training data: the [`features`] rows of its candidates, whether each is a
+/// prerequisite, and the weight of each row (each training document weighing the same).
+pub struct Head<'a> {
+    /// The candidates' features.
+    pub rows: &'a [Vec<f64>],
+    /// Whether each candidate is a prerequisite.
+    pub labels: &'a [bool],
+    /// The weight of each row.
+    pub weight: f64,
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -579,13 +602,43 @@ mod tests {
             x.push(row);
             y.push((k % 2 == 0) != (k % 10 == 1 || k % 10 == 4));
         }
-        let stage = Stage::fit(&x, &y, d, 1.0);
+        let stage = Stage::fit(&x, &y, &vec![1.0; x.len()], d, 1.0);
         let mut on = vec![0.0; d];
         on[0] = 1.0;
         let (p_on, p_off) = (stage.probability(&on), stage.probability(&vec![0.0; d]));
         // The true rates are 0.8 and 0.2.
         assert!((p_on - 0.8).abs() < 0.02, "{p_on}");
         assert!((p_off - 0.2).abs() < 0.02, "{p_off}");
+    }
+
+    #[test]
+    fn a_row_weighing_two_counts_as_the_row_twice() {
+        // What per-document weights rest on: a blueprint's rows at weight w fit as w copies.
+        let d = FEATURES.len();
+        let row = |k: usize| {
+            let mut r = vec![0.0; d];
+            r[0] = (k % 7) as f64;
+            r[1] = f64::from(u8::from(k.is_multiple_of(3)));
+            r
+        };
+        let x: Vec<Vec<f64>> = (0..60).map(row).collect();
+        let y: Vec<bool> = (0..60).map(|k| k % 7 >= 3 || k % 5 == 0).collect();
+        let heavy: Vec<f64> = (0..60).map(|k| if k < 20 { 2.0 } else { 1.0 }).collect();
+        let (mut x2, mut y2) = (x.clone(), y.clone());
+        x2.extend(x[..20].iter().cloned());
+        y2.extend_from_slice(&y[..20]);
+        let weighted = Stage::fit(&x, &y, &heavy, d, 1.0);
+        let doubled = Stage::fit(&x2, &y2, &vec![1.0; 80], d, 1.0);
+        // The standardisation is unweighted, so compare probabilities, not weights.
+        for r in &x {
+            let (a, b) = (weighted.probability(r), doubled.probability(r));
+            assert!((a - b).abs() < 0.02, "{a} against {b}");
+        }
+        let plain = Stage::fit(&x, &y, &vec![1.0; 60], d, 1.0);
+        assert!(
+            x.iter()
+                .any(|r| (plain.probability(r) - weighted.probability(r)).abs() > 0.01)
+        );
     }
 
     #[test]
@@ -603,10 +656,15 @@ mod tests {
         let lone_y = vec![true, false, false];
         let crowd: Vec<Vec<f64>> = (0..8).map(|_| row(true)).collect();
         let crowd_y: Vec<bool> = (0..8).map(|k| k == 0).collect();
-        let mut heads: Vec<(&[Vec<f64>], &[bool])> = Vec::new();
+        let mut heads: Vec<Head> = Vec::new();
         for _ in 0..50 {
-            heads.push((&lone, &lone_y));
-            heads.push((&crowd, &crowd_y));
+            for (rows, labels) in [(&lone, &lone_y), (&crowd, &crowd_y)] {
+                heads.push(Head {
+                    rows,
+                    labels,
+                    weight: 1.0,
+                });
+            }
         }
         let model = Model::fit(&heads, 1.0, vec!["toy".into()]);
         let (p_lone, p_crowd) = (
