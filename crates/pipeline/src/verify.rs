@@ -395,8 +395,9 @@ const MARKER: &str = "ledger-ignore";
 /// Inline comments and `.ledgerignore` files, read once per file and folder.
 #[derive(Default)]
 struct Suppressions {
-    /// File → its lines (empty when it cannot be read).
-    files: HashMap<String, Vec<String>>,
+    /// File → what each of its lines silences (empty when it cannot be read), each line read
+    /// once however many findings it has.
+    files: HashMap<String, Vec<Line>>,
     /// Folder → the globs of its `.ledgerignore` (relative to it), if it has one.
     ignores: HashMap<PathBuf, Option<globset::GlobSet>>,
 }
@@ -414,22 +415,12 @@ impl Suppressions {
         }
         let lines = self.files.entry(f.path.clone()).or_insert_with(|| {
             std::fs::read(&f.path)
-                .map(|b| {
-                    String::from_utf8_lossy(&b)
-                        .lines()
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(|b| String::from_utf8_lossy(&b).lines().map(Line::of).collect())
                 .unwrap_or_default()
         });
-        let on = |k: usize| lines.get(k).is_some_and(|l| silences(l, f.rule));
+        let on = |k: usize| lines.get(k).is_some_and(|l| l.silenced.covers(f.rule));
         // The line before counts when it is a comment alone.
-        let comment_line = |k: usize| {
-            lines.get(k).is_some_and(|l| {
-                let l = l.trim_start();
-                l.starts_with('%') || l.starts_with("<!--")
-            })
-        };
+        let comment_line = |k: usize| lines.get(k).is_some_and(|l| l.comment_alone);
         on(f.line - 1) || (f.line >= 2 && comment_line(f.line - 2) && on(f.line - 2))
     }
 
@@ -455,26 +446,64 @@ impl Suppressions {
     }
 }
 
-/// Whether `line` holds a comment that silences `rule` (or every rule).
-fn silences(line: &str, rule: &str) -> bool {
-    let in_comment = |at: usize| {
-        let before = &line[..at];
-        before.trim_end().ends_with('%') && !before.trim_end().ends_with("\\%")
-            || before.trim_end().ends_with("<!--")
-    };
-    line.match_indices(MARKER).any(|(at, _)| {
-        if !in_comment(at) {
-            return false;
+/// What one line of a source says about suppressions.
+struct Line {
+    /// The rules its comments silence.
+    silenced: Silenced,
+    /// Whether it is a comment alone (then it also silences the line after it).
+    comment_alone: bool,
+}
+
+impl Line {
+    fn of(line: &str) -> Line {
+        let l = line.trim_start();
+        Line {
+            silenced: silenced(line),
+            comment_alone: l.starts_with('%') || l.starts_with("<!--"),
         }
+    }
+}
+
+/// The rules a line's suppression comments silence.
+#[derive(Debug, Default)]
+struct Silenced {
+    /// A marker without rules: every rule.
+    all: bool,
+    /// The rules named after markers.
+    rules: Vec<String>,
+}
+
+impl Silenced {
+    fn covers(&self, rule: &str) -> bool {
+        self.all || self.rules.iter().any(|r| r == rule)
+    }
+}
+
+/// What the comments of `line` silence: each marker in a comment, alone (every rule) or followed
+/// by `:` and the rules it names.
+fn silenced(line: &str) -> Silenced {
+    let in_comment = |at: usize| {
+        let before = line[..at].trim_end();
+        before.ends_with('%') && !before.ends_with("\\%") || before.ends_with("<!--")
+    };
+    let mut out = Silenced::default();
+    for (at, _) in line.match_indices(MARKER).filter(|(at, _)| in_comment(*at)) {
         let rest = line[at + MARKER.len()..]
             .trim_end()
             .trim_end_matches("-->")
             .trim();
         match rest.strip_prefix(':') {
-            None => rest.is_empty(),
-            Some(rules) => rules.split([',', ' ']).map(str::trim).any(|r| r == rule),
+            None => out.all |= rest.is_empty(),
+            Some(rules) => out.rules.extend(
+                rules
+                    .split([',', ' '])
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_string),
+            ),
         }
-    })
+    }
+    out
 }
 
 /// The globs of a `.ledgerignore` (one per line, `#` comments), or `None` without one. A bad
@@ -508,6 +537,10 @@ fn ignore_file(path: &Path) -> Option<globset::GlobSet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn silences(line: &str, rule: &str) -> bool {
+        silenced(line).covers(rule)
+    }
 
     #[test]
     fn inline_comments_silence_their_rules() {
