@@ -247,9 +247,9 @@ impl Stage {
         1.0 / (1.0 + (-z).exp())
     }
 
-    /// Fits rows `x` (of `d` features) with labels `y`, each row weighing `w`, by Newton's
-    /// method, L2-penalised by `l2`.
-    pub fn fit(x: &[Vec<f64>], y: &[bool], w: &[f64], d: usize, l2: f64) -> Stage {
+    /// Fits rows `x` (of `d` features) with labels `y`, each row weighing as `weights` says, by
+    /// Newton's method, L2-penalised by `l2`.
+    pub fn fit(x: &[Vec<f64>], y: &[bool], weights: &[f64], d: usize, l2: f64) -> Stage {
         let n = x.len().max(1) as f64;
         let mean: Vec<f64> = (0..d)
             .map(|k| x.iter().map(|r| r[k]).sum::<f64>() / n)
@@ -268,7 +268,6 @@ impl Stage {
                 v
             })
             .collect();
-        let weights = w;
         let mut w = vec![0.0; d + 1];
         for _ in 0..50 {
             let mut g = vec![0.0; d + 1];
