@@ -52,6 +52,7 @@ pub const FEATURES: &[&str] = &[
     "title_named",
     "label_named",
     "cited_x_equation",
+    "cited_inside",
 ];
 
 /// The features of head `i` against each of its `candidates` (all before it), in [`FEATURES`]
@@ -78,6 +79,9 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
     let mut used: HashMap<usize, (usize, usize)> = HashMap::new();
     for &m in members {
         named.extend(ctx.cited[m].iter().map(|(x, _)| *x));
+    }
+    let inside = containers(doc, &named);
+    for &m in members {
         for (j, e) in ctx.intro.uses_of(m) {
             let c = used.entry(*j).or_default();
             c.0 += usize::from(e.starts_with("term"));
@@ -142,6 +146,7 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
                 s.named(&s.title_names[j], i),
                 s.named(&s.label_names[j], i),
                 flag(cited && equation),
+                flag(inside.contains(&j)),
             ]
         })
         .collect()
@@ -149,7 +154,8 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
 
 /// Candidates of head `i` for the learned judge (a unit of another's group has none: its head is
 /// judged for it): the rules judge's candidates ([`super::candidates`]: the window, the
-/// introducers of what it uses, what it names) of every unit of the group, and every earlier
+/// introducers of what it uses, what it names) of every unit of the group, the statements that
+/// hold what it names ([`containers`]), and every earlier
 /// statement whose label or title words the group uses or whose text is close to the group's;
 /// none of its own group. All come before the group's last unit: a statement whose proof comes
 /// later may depend on a result stated between them (a forward candidate).
@@ -162,6 +168,11 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
     for &m in &s.members[i] {
         out.extend(super::candidates(ctx, m, window));
     }
+    let named: HashSet<usize> = s.members[i]
+        .iter()
+        .flat_map(|&m| ctx.cited[m].iter().map(|(x, _)| *x))
+        .collect();
+    out.extend(containers(doc, &named));
     let end = s.members[i].iter().copied().max().unwrap_or(i);
     for j in 0..end {
         let c = &doc.units[j];
@@ -184,6 +195,22 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         .filter(|&j| !is_ancestor(doc, j, i) && !is_ancestor(doc, i, j))
         .collect();
     out.sort_unstable();
+    out
+}
+
+/// The theorem-like units that hold one of `named` (an equation of a lemma's statement: who
+/// cites it uses the lemma).
+fn containers(doc: &ledger_core::Document, named: &HashSet<usize>) -> HashSet<usize> {
+    let mut out = HashSet::new();
+    for &x in named {
+        let mut p = doc.units[x].parent;
+        while let Some(a) = p {
+            if doc.units[a].kind == UnitKind::Theorem {
+                out.insert(a);
+            }
+            p = doc.units[a].parent;
+        }
+    }
     out
 }
 

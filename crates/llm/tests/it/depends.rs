@@ -2,7 +2,9 @@
 //! against the blueprint's author-written `\uses{}` is measured in `ledger-eval`'s tests.
 
 use ledger_core::Document;
-use ledger_llm::depends::{Cache, DocContext, OfflineJudge, candidates, judge_corpus, judge_text};
+use ledger_llm::depends::{
+    Cache, DocContext, OfflineJudge, candidates, judge_corpus, judge_text, learned,
+};
 use std::path::PathBuf;
 
 fn corpora() -> PathBuf {
@@ -83,4 +85,50 @@ fn candidates_are_a_window_plus_earlier_introducers() {
         let window: Vec<usize> = c.iter().copied().filter(|&j| j + 200 > i).collect();
         assert!(window.len() <= c.len());
     }
+}
+
+#[test]
+fn citing_an_equation_of_a_lemma_points_the_learned_judge_at_the_lemma() {
+    // `\eqref{eq:bound}` names an equation inside the lemma's statement: who cites it uses the
+    // lemma (carleson's estimates cite the Calderón–Zygmund decomposition's equations so).
+    let dir = tempfile_dir("ledger-cited-inside");
+    let path = dir.join("paper.tex");
+    std::fs::write(
+        &path,
+        "\\documentclass{article}\\begin{document}\n\\section{Bounds}\n\
+         \\begin{lemma}\\label{lem:bound}For every $x$,\n\\begin{equation}\\label{eq:bound}\n\
+         f(x) \\le 1.\n\\end{equation}\n\\end{lemma}\n\
+         \\begin{lemma}\\label{lem:other}Colours of a painting are many.\\end{lemma}\n\
+         \\begin{theorem}\\label{thm:main}The sum $g$ is small.\\end{theorem}\n\
+         \\begin{proof}By \\eqref{eq:bound}, every term of $g$ is at most one.\\end{proof}\n\
+         \\end{document}\n",
+    )
+    .expect("write");
+    let docs = parsed(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    let doc = &docs[0];
+    let index = doc.unit_indices();
+    let ctx = DocContext::new(doc);
+    let s = ctx.signals();
+    let main = index["thm:main"];
+    let found = learned::candidates(&ctx, s, main, 8);
+    let (bound, other) = (index["lem:bound"], index["lem:other"]);
+    assert!(
+        found.contains(&bound) && found.contains(&other),
+        "{found:?}"
+    );
+    let column = learned::FEATURES
+        .iter()
+        .position(|f| *f == "cited_inside")
+        .expect("the feature");
+    let rows = learned::features(&ctx, s, main, &found);
+    for (j, row) in found.iter().zip(&rows) {
+        assert_eq!(row[column] == 1.0, *j == bound, "{}", doc.units[*j].id);
+    }
+}
+
+fn tempfile_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
 }
