@@ -79,15 +79,13 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
     let mut used: HashMap<usize, (usize, usize)> = HashMap::new();
     for &m in members {
         named.extend(ctx.cited[m].iter().map(|(x, _)| *x));
-    }
-    let inside = containers(doc, &named);
-    for &m in members {
         for (j, e) in ctx.intro.uses_of(m) {
             let c = used.entry(*j).or_default();
             c.0 += usize::from(e.starts_with("term"));
             c.1 += usize::from(e.starts_with("symbol"));
         }
     }
+    let inside = containers(doc, &named);
     candidates
         .iter()
         .enumerate()

@@ -39,8 +39,7 @@ fn the_judge_never_sees_uses_annotations() {
 
 #[test]
 fn a_markdown_definition_is_a_prerequisite_of_the_units_using_its_term() {
-    let dir = std::env::temp_dir().join(format!("ledger-md-def-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = tempfile_dir("ledger-md-def");
     let path = dir.join("manual.md");
     std::fs::write(
         &path,
