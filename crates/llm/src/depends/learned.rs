@@ -53,6 +53,7 @@ pub const FEATURES: &[&str] = &[
     "label_named",
     "cited_x_equation",
     "cited_inside",
+    "title_twin",
 ];
 
 /// The features of head `i` against each of its `candidates` (all before it), in [`FEATURES`]
@@ -145,6 +146,7 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
                 s.named(&s.label_names[j], i),
                 flag(cited && equation),
                 flag(inside.contains(&j)),
+                flag(title_twin(u.title.as_deref(), c.title.as_deref())),
             ]
         })
         .collect()
@@ -171,6 +173,12 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         .flat_map(|&m| ctx.cited[m].iter().map(|(x, _)| *x))
         .collect();
     out.extend(containers(doc, &named));
+    // A proof, or a part of a statement, stands for the statement: it holds the definition or
+    // result.
+    let mut out: HashSet<usize> = out
+        .into_iter()
+        .map(|j| holder(doc, s.group[j]).unwrap_or(s.group[j]))
+        .collect();
     let end = s.members[i].iter().copied().max().unwrap_or(i);
     for j in 0..end {
         let c = &doc.units[j];
@@ -210,6 +218,33 @@ fn containers(doc: &ledger_core::Document, named: &HashSet<usize>) -> HashSet<us
         }
     }
     out
+}
+
+/// Whether two titles are the same but for their numbers ("Equation 7", "Equation 12"): parallel
+/// statements, seldom one built on the other.
+fn title_twin(a: Option<&str>, b: Option<&str>) -> bool {
+    let stem = |t: &str| -> String {
+        t.chars()
+            .filter(|c| !c.is_ascii_digit() && !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => !stem(a).is_empty() && stem(a) == stem(b),
+        _ => false,
+    }
+}
+
+/// The theorem-like unit that unit `j` is part of, if any.
+fn holder(doc: &ledger_core::Document, j: usize) -> Option<usize> {
+    let mut p = doc.units[j].parent;
+    while let Some(a) = p {
+        if doc.units[a].kind == UnitKind::Theorem {
+            return Some(a);
+        }
+        p = doc.units[a].parent;
+    }
+    None
 }
 
 /// Share of a statement's title or label weight ([`Signals::named`]) from which it is a

@@ -63,6 +63,13 @@ static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:\blet\s+\$([^$]{1,30})\$\s+(?:be|denote)|\$([^$]{1,30})\$\s+denotes?\b|\bwrite\s+\$([^$]{1,30})\$\s+for\b|\$\s*([^$=:]{1,30}?)\s*(?::=|\\coloneqq|\\defeq)|\bdenote\b[^.$]{0,40}\bby\s+\$([^$]{1,30})\$)")
         .expect("valid")
 });
+/// A typed declaration in a definition: `$\op: G \times G \to G$`, `$f\colon X \to Y$`.
+static DECLARED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\$\s*([^$=:,]{1,30}?)\s*(?::|\\colon)[^$]{0,60}?\\(?:to|rightarrow|longrightarrow)\b",
+    )
+    .expect("valid")
+});
 static MATH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\$([^$]{1,200})\$|\\\((.{1,200}?)\\\)").expect("valid"));
 /// An anaphor at the start of a unit, with the kind word that names its antecedent.
@@ -81,9 +88,24 @@ fn normalise(term: &str) -> String {
     words.join(" ")
 }
 
-/// A symbol as written in math, without spaces (`T_{*}`, `\Mf`).
+/// A symbol as written in math, without spaces (`T_{*}`, `\Mf`) but the one that ends a command
+/// name before a letter (`\op z` is not `\opz`).
 fn normalise_symbol(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
+    let mut out = String::with_capacity(s.len());
+    let (mut in_command, mut gap) = (false, false);
+    for c in s.chars() {
+        if c.is_whitespace() {
+            gap = true;
+            continue;
+        }
+        if gap && in_command && c.is_ascii_alphabetic() {
+            out.push(' ');
+        }
+        gap = false;
+        in_command = c == '\\' || (in_command && c.is_ascii_alphabetic());
+        out.push(c);
+    }
+    out
 }
 
 /// Terms and symbols each unit introduces, and, per unit, what it uses of earlier introductions.
@@ -103,6 +125,9 @@ fn introduced(u: &ledger_core::Unit, text: &str) -> (BTreeSet<String>, BTreeSet<
         }
         for c in EMPH.captures_iter(text) {
             terms.insert(normalise(&c[1]));
+        }
+        for c in DECLARED.captures_iter(text) {
+            symbols.insert(normalise_symbol(&c[1]));
         }
     }
     for re in [&*CALLED, &*WE_DEFINE, &*MD_DEFINES] {
@@ -188,6 +213,12 @@ impl Introductions {
                 if let Some(ac) = &symbol_ac {
                     for m in ac.find_overlapping_iter(&math) {
                         let (s, units) = symbols[m.pattern().as_usize()];
+                        // `\op` is not a use of `\operatorname`.
+                        let cut_word = s.ends_with(|c: char| c.is_ascii_alphabetic())
+                            && math[m.end()..].starts_with(|c: char| c.is_ascii_alphabetic());
+                        if cut_word {
+                            continue;
+                        }
                         if let Some(j) = latest_before(units, i) {
                             found.entry(j).or_default().insert(format!("symbol `{s}`"));
                         }

@@ -126,6 +126,105 @@ fn citing_an_equation_of_a_lemma_points_the_learned_judge_at_the_lemma() {
     }
 }
 
+/// The learned judge's feature `name` of head `head` against each of its candidates.
+fn feature(ctx: &DocContext, head: usize, name: &str) -> Vec<(usize, f64)> {
+    let s = ctx.signals();
+    let found = learned::candidates(ctx, s, head, 8);
+    let column = learned::FEATURES
+        .iter()
+        .position(|f| *f == name)
+        .expect("the feature");
+    let rows = learned::features(ctx, s, head, &found);
+    found
+        .into_iter()
+        .zip(rows.iter().map(|r| r[column]))
+        .collect()
+}
+
+#[test]
+fn an_operation_declared_in_a_definition_is_a_symbol_that_later_laws_use() {
+    // equational_theories' "Equation 7 is the law $x = y \op z$" uses the magma's operation,
+    // declared as `$\op: G \times G \to G$` a long way back; its neighbours are parallel laws.
+    let dir = tempfile_dir("ledger-declared");
+    let path = dir.join("laws.tex");
+    let filler: String = (0..12)
+        .map(|k| format!("Remark number {k} about colours of paintings.\n\n"))
+        .collect();
+    std::fs::write(
+        &path,
+        format!(
+            "\\documentclass{{article}}\\begin{{document}}\n\\section{{Magmas}}\n\
+             \\begin{{definition}}[Magma]\\label{{magma-def}}A magma is a set $G$ with a binary \
+             operation $\\op: G \\times G \\to G$.\\end{{definition}}\n\n{filler}\
+             \\begin{{definition}}[Equation 7]\\label{{eq7}}Equation 7 is the law $x = y \\op z$.\
+             \\end{{definition}}\n\
+             \\begin{{definition}}[Equation 8]\\label{{eq8}}Equation 8 is the law \
+             $x = x \\op (x \\op x)$.\\end{{definition}}\n\
+             \\begin{{lemma}}\\label{{lem:id}}The map $\\operatorname{{id}}$ is onto.\\end{{lemma}}\n\
+             \\end{{document}}\n"
+        ),
+    )
+    .expect("write");
+    let docs = parsed(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    let doc = &docs[0];
+    let index = doc.unit_indices();
+    let ctx = DocContext::new(doc);
+    let (magma, eq7, eq8) = (index["magma-def"], index["eq7"], index["eq8"]);
+    assert!(ctx.intro.introducers_used_by(eq7).contains(&magma));
+    assert!(
+        !ctx.intro
+            .introducers_used_by(index["lem:id"])
+            .contains(&magma),
+        "`\\operatorname` is not a use of `\\op`"
+    );
+    let twins = feature(&ctx, eq8, "title_twin");
+    assert!(twins.iter().any(|(j, _)| *j == magma), "{twins:?}");
+    for (j, twin) in twins {
+        assert_eq!(twin == 1.0, j == eq7, "{}", doc.units[j].id);
+    }
+}
+
+#[test]
+fn a_proof_or_an_equation_of_a_statement_stands_for_the_statement() {
+    // The authors' `\uses` name statements; so does the learned judge: a candidate proof is the
+    // lemma it proves, an equation inside a definition is the definition.
+    let dir = tempfile_dir("ledger-held");
+    let path = dir.join("series.tex");
+    std::fs::write(
+        &path,
+        "\\documentclass{article}\\begin{document}\n\\section{Series}\n\
+         \\begin{definition}\\label{def:E}We define the series\n\\begin{equation}\\label{eq:E}\n\
+         E(z) = \\sum_n n^{-z}\n\\end{equation}\n\\end{definition}\n\
+         \\begin{lemma}\\label{lem:pos}Every term of $E(z)$ is positive.\\end{lemma}\n\
+         \\begin{proof}\\label{prf:pos}Each $n^{-z}$ is positive.\\end{proof}\n\
+         \\begin{lemma}\\label{lem:E}The series $E(z)$ converges for $z > 1$.\\end{lemma}\n\
+         \\end{document}\n",
+    )
+    .expect("write");
+    let docs = parsed(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    let doc = &docs[0];
+    let index = doc.unit_indices();
+    let ctx = DocContext::new(doc);
+    let found = learned::candidates(&ctx, ctx.signals(), index["lem:E"], 8);
+    let kinds: Vec<(&str, ledger_core::UnitKind)> = found
+        .iter()
+        .map(|&j| (doc.units[j].id.as_str(), doc.units[j].kind))
+        .collect();
+    assert!(
+        found.contains(&index["def:E"]) && found.contains(&index["lem:pos"]),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.iter().all(|(_, k)| !matches!(
+            k,
+            ledger_core::UnitKind::Equation | ledger_core::UnitKind::Proof
+        )),
+        "{kinds:?}"
+    );
+}
+
 fn tempfile_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
