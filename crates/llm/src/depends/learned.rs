@@ -177,7 +177,10 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
     // result.
     let mut out: HashSet<usize> = out
         .into_iter()
-        .map(|j| holder(doc, s.group[j]).unwrap_or(s.group[j]))
+        .map(|j| {
+            let g = s.group[j];
+            statements_holding(doc, g).next().unwrap_or(g)
+        })
         .collect();
     let end = s.members[i].iter().copied().max().unwrap_or(i);
     for j in 0..end {
@@ -207,17 +210,16 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
 /// The theorem-like units that hold one of `named` (an equation of a lemma's statement: who
 /// cites it uses the lemma).
 fn containers(doc: &ledger_core::Document, named: &HashSet<usize>) -> HashSet<usize> {
-    let mut out = HashSet::new();
-    for &x in named {
-        let mut p = doc.units[x].parent;
-        while let Some(a) = p {
-            if doc.units[a].kind == UnitKind::Theorem {
-                out.insert(a);
-            }
-            p = doc.units[a].parent;
-        }
-    }
-    out
+    named
+        .iter()
+        .flat_map(|&x| statements_holding(doc, x))
+        .collect()
+}
+
+/// The theorem-like units that unit `j` is part of, the nearest first.
+fn statements_holding(doc: &ledger_core::Document, j: usize) -> impl Iterator<Item = usize> + '_ {
+    std::iter::successors(doc.units[j].parent, |&a| doc.units[a].parent)
+        .filter(|&a| doc.units[a].kind == UnitKind::Theorem)
 }
 
 /// Whether two titles are the same but for their numbers ("Equation 7", "Equation 12"): parallel
@@ -233,18 +235,6 @@ fn title_twin(a: Option<&str>, b: Option<&str>) -> bool {
         (Some(a), Some(b)) => !stem(a).is_empty() && stem(a) == stem(b),
         _ => false,
     }
-}
-
-/// The theorem-like unit that unit `j` is part of, if any.
-fn holder(doc: &ledger_core::Document, j: usize) -> Option<usize> {
-    let mut p = doc.units[j].parent;
-    while let Some(a) = p {
-        if doc.units[a].kind == UnitKind::Theorem {
-            return Some(a);
-        }
-        p = doc.units[a].parent;
-    }
-    None
 }
 
 /// Share of a statement's title or label weight ([`Signals::named`]) from which it is a

@@ -39,17 +39,13 @@ fn the_judge_never_sees_uses_annotations() {
 
 #[test]
 fn a_markdown_definition_is_a_prerequisite_of_the_units_using_its_term() {
-    let dir = tempfile_dir("ledger-md-def");
-    let path = dir.join("manual.md");
-    std::fs::write(
-        &path,
+    let mut docs = parsed_source(
+        "ledger-md-def",
+        "manual.md",
         "# Manual\n\nA **lockfile** is the record of every resolved version.\n\n\
          Unrelated text about colours.\n\nOne more unrelated paragraph.\n\n\
          Commit the lockfile with the sources.\n",
-    )
-    .expect("write");
-    let mut docs = parsed(&path);
-    std::fs::remove_dir_all(&dir).ok();
+    );
     judge_corpus(&mut docs, &OfflineJudge, 8, &Cache::new());
     let doc = &docs[0];
     let text = |id: &str| {
@@ -90,10 +86,9 @@ fn candidates_are_a_window_plus_earlier_introducers() {
 fn citing_an_equation_of_a_lemma_points_the_learned_judge_at_the_lemma() {
     // `\eqref{eq:bound}` names an equation inside the lemma's statement: who cites it uses the
     // lemma (carleson's estimates cite the Calderón–Zygmund decomposition's equations so).
-    let dir = tempfile_dir("ledger-cited-inside");
-    let path = dir.join("paper.tex");
-    std::fs::write(
-        &path,
+    let docs = parsed_source(
+        "ledger-cited-inside",
+        "paper.tex",
         "\\documentclass{article}\\begin{document}\n\\section{Bounds}\n\
          \\begin{lemma}\\label{lem:bound}For every $x$,\n\\begin{equation}\\label{eq:bound}\n\
          f(x) \\le 1.\n\\end{equation}\n\\end{lemma}\n\
@@ -101,28 +96,19 @@ fn citing_an_equation_of_a_lemma_points_the_learned_judge_at_the_lemma() {
          \\begin{theorem}\\label{thm:main}The sum $g$ is small.\\end{theorem}\n\
          \\begin{proof}By \\eqref{eq:bound}, every term of $g$ is at most one.\\end{proof}\n\
          \\end{document}\n",
-    )
-    .expect("write");
-    let docs = parsed(&path);
-    std::fs::remove_dir_all(&dir).ok();
+    );
     let doc = &docs[0];
     let index = doc.unit_indices();
     let ctx = DocContext::new(doc);
-    let s = ctx.signals();
-    let main = index["thm:main"];
-    let found = learned::candidates(&ctx, s, main, 8);
+    let inside = feature(&ctx, index["thm:main"], "cited_inside");
+    let found: Vec<usize> = inside.iter().map(|(j, _)| *j).collect();
     let (bound, other) = (index["lem:bound"], index["lem:other"]);
     assert!(
         found.contains(&bound) && found.contains(&other),
         "{found:?}"
     );
-    let column = learned::FEATURES
-        .iter()
-        .position(|f| *f == "cited_inside")
-        .expect("the feature");
-    let rows = learned::features(&ctx, s, main, &found);
-    for (j, row) in found.iter().zip(&rows) {
-        assert_eq!(row[column] == 1.0, *j == bound, "{}", doc.units[*j].id);
+    for (j, flag) in inside {
+        assert_eq!(flag == 1.0, j == bound, "{}", doc.units[j].id);
     }
 }
 
@@ -145,14 +131,13 @@ fn feature(ctx: &DocContext, head: usize, name: &str) -> Vec<(usize, f64)> {
 fn an_operation_declared_in_a_definition_is_a_symbol_that_later_laws_use() {
     // equational_theories' "Equation 7 is the law $x = y \op z$" uses the magma's operation,
     // declared as `$\op: G \times G \to G$` a long way back; its neighbours are parallel laws.
-    let dir = tempfile_dir("ledger-declared");
-    let path = dir.join("laws.tex");
     let filler: String = (0..12)
         .map(|k| format!("Remark number {k} about colours of paintings.\n\n"))
         .collect();
-    std::fs::write(
-        &path,
-        format!(
+    let docs = parsed_source(
+        "ledger-declared",
+        "laws.tex",
+        &format!(
             "\\documentclass{{article}}\\begin{{document}}\n\\section{{Magmas}}\n\
              \\begin{{definition}}[Magma]\\label{{magma-def}}A magma is a set $G$ with a binary \
              operation $\\op: G \\times G \\to G$.\\end{{definition}}\n\n{filler}\
@@ -163,10 +148,7 @@ fn an_operation_declared_in_a_definition_is_a_symbol_that_later_laws_use() {
              \\begin{{lemma}}\\label{{lem:id}}The map $\\operatorname{{id}}$ is onto.\\end{{lemma}}\n\
              \\end{{document}}\n"
         ),
-    )
-    .expect("write");
-    let docs = parsed(&path);
-    std::fs::remove_dir_all(&dir).ok();
+    );
     let doc = &docs[0];
     let index = doc.unit_indices();
     let ctx = DocContext::new(doc);
@@ -189,10 +171,9 @@ fn an_operation_declared_in_a_definition_is_a_symbol_that_later_laws_use() {
 fn a_proof_or_an_equation_of_a_statement_stands_for_the_statement() {
     // The authors' `\uses` name statements; so does the learned judge: a candidate proof is the
     // lemma it proves, an equation inside a definition is the definition.
-    let dir = tempfile_dir("ledger-held");
-    let path = dir.join("series.tex");
-    std::fs::write(
-        &path,
+    let docs = parsed_source(
+        "ledger-held",
+        "series.tex",
         "\\documentclass{article}\\begin{document}\n\\section{Series}\n\
          \\begin{definition}\\label{def:E}We define the series\n\\begin{equation}\\label{eq:E}\n\
          E(z) = \\sum_n n^{-z}\n\\end{equation}\n\\end{definition}\n\
@@ -200,10 +181,7 @@ fn a_proof_or_an_equation_of_a_statement_stands_for_the_statement() {
          \\begin{proof}\\label{prf:pos}Each $n^{-z}$ is positive.\\end{proof}\n\
          \\begin{lemma}\\label{lem:E}The series $E(z)$ converges for $z > 1$.\\end{lemma}\n\
          \\end{document}\n",
-    )
-    .expect("write");
-    let docs = parsed(&path);
-    std::fs::remove_dir_all(&dir).ok();
+    );
     let doc = &docs[0];
     let index = doc.unit_indices();
     let ctx = DocContext::new(doc);
@@ -225,8 +203,13 @@ fn a_proof_or_an_equation_of_a_statement_stands_for_the_statement() {
     );
 }
 
-fn tempfile_dir(name: &str) -> PathBuf {
+/// The documents of `text`, written as `file` in a fresh temporary folder `name`, parsed.
+fn parsed_source(name: &str, file: &str, text: &str) -> Vec<Document> {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    let path = dir.join(file);
+    std::fs::write(&path, text).expect("write");
+    let docs = parsed(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    docs
 }
