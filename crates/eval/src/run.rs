@@ -19,7 +19,7 @@ use std::time::Instant;
 
 mod edits;
 mod llm_edits;
-mod real_edits;
+pub mod real_edits;
 
 /// Which parts of the evaluation run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! start, reading around the target, BM25, dense retrieval, hierarchical RAG along CONTAINS only),
 //! LEDGER, its ablations and weight configurations.
 
+use ledger_core::EdgeKind::{Contains, Depends, References, Related};
 use ledger_retrieve::{Graph, Ranking, Request, Weights};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -46,11 +47,13 @@ fn strategy(name: &str, group: &'static str, method: Method) -> Strategy {
 /// edge types are what is compared).
 pub fn all(base: Ranking) -> Vec<Strategy> {
     let w = base.weights;
-    let with = |references, depends, contains, related| Weights {
-        references,
-        depends,
-        contains,
-        related,
+    let with = |references, depends, contains, related| {
+        Weights::new(&[
+            (References, references),
+            (Depends, depends),
+            (Contains, contains),
+            (Related, related),
+        ])
     };
     let walk = |weights| Method::Ledger(Ranking::walk_only(weights));
     let s = strategy;
@@ -61,18 +64,18 @@ pub fn all(base: Ranking) -> Vec<Strategy> {
         s(
             "hierarchical RAG (CONTAINS)",
             "baseline",
-            walk(with(0.0, 0.0, w.contains, 0.0)),
+            walk(w.only(&[Contains])),
         ),
         s("LEDGER", "ledger", Method::Ledger(base)),
         s(
             "CONTAINS + RELATED",
             "ablation",
-            walk(with(0.0, 0.0, w.contains, w.related)),
+            walk(w.only(&[Contains, Related])),
         ),
         s(
             "+ DEPENDS",
             "ablation",
-            walk(with(0.0, w.depends, w.contains, w.related)),
+            walk(w.only(&[Depends, Contains, Related])),
         ),
         s("+ REFERENCES (walk only)", "ablation", walk(w)),
         s(
@@ -103,6 +106,10 @@ pub fn all(base: Ranking) -> Vec<Strategy> {
     ]
 }
 
+/// The ablation that takes the typed edges (REFERENCES, DEPENDS and the proof links) out of the
+/// walk and the direct links, everything else equal.
+pub const WITHOUT_TYPED: &str = "without typed edges";
+
 /// The strategies of the real-edit track, from `base`: the baselines under the same budget, LEDGER,
 /// and LEDGER without each of its parts.
 pub fn real(base: Ranking) -> Vec<Strategy> {
@@ -125,12 +132,7 @@ pub fn real(base: Ranking) -> Vec<Strategy> {
         s(
             "hierarchical (CONTAINS)",
             "baseline",
-            Method::Ledger(Ranking::walk_only(Weights {
-                references: 0.0,
-                depends: 0.0,
-                contains: w.contains,
-                related: 0.0,
-            })),
+            Method::Ledger(Ranking::walk_only(w.only(&[Contains]))),
         ),
         s("LEDGER", "ledger", Method::Ledger(base)),
         s("without the walk", "ablation", without(&|r| r.graph = 0.0)),
@@ -158,21 +160,29 @@ pub fn real(base: Ranking) -> Vec<Strategy> {
         s(
             "without proof links",
             "ablation",
-            without(&|r| r.proof = r.weights.depends),
+            without(&|r| r.proof = r.weights.of(Depends)),
         ),
         s(
             "walk over CONTAINS + RELATED",
             "ablation",
             without(&|r| {
-                r.weights.references = 0.0;
-                r.weights.depends = 0.0;
+                r.weights = r.weights.only(&[Contains, Related]);
                 r.proof = 0.0;
             }),
         ),
         s(
             "walk without REFERENCES",
             "ablation",
-            without(&|r| r.weights.references = 0.0),
+            without(&|r| r.weights = r.weights.with(References, 0.0)),
+        ),
+        s(
+            WITHOUT_TYPED,
+            "ablation",
+            without(&|r| {
+                r.weights = r.weights.only(&[Contains, Related]);
+                r.proof = 0.0;
+                r.linked = 0.0;
+            }),
         ),
         s(
             "walk alone",

@@ -196,14 +196,8 @@ impl TlsConfig {
 pub struct RetrieveConfig {
     /// Default token budget of a context.
     pub budget: usize,
-    /// Weight of REFERENCES edges in the walk.
-    pub weight_references: f64,
-    /// Weight of DEPENDS edges.
-    pub weight_depends: f64,
-    /// Weight of CONTAINS edges.
-    pub weight_contains: f64,
-    /// Weight of RELATED edges.
-    pub weight_related: f64,
+    /// Weight of each kind of edge in the walk (`[retrieve.weights]`, keyed by the kind's name).
+    pub weights: ledger_retrieve::Weights,
     /// Weight of the link between a proof and the statement it proves.
     pub weight_proof: f64,
     /// Probability of the walk returning to the targets at each step.
@@ -232,12 +226,7 @@ impl RetrieveConfig {
     /// The context ranking these settings describe.
     pub fn ranking(&self) -> ledger_retrieve::Ranking {
         ledger_retrieve::Ranking {
-            weights: ledger_retrieve::Weights {
-                references: self.weight_references,
-                depends: self.weight_depends,
-                contains: self.weight_contains,
-                related: self.weight_related,
-            },
+            weights: self.weights,
             proof: self.weight_proof,
             restart: self.restart,
             graph: self.mix_graph,
@@ -487,6 +476,16 @@ mod tests {
     #[test]
     fn defaults_parse() {
         assert_eq!(Config::defaults().sql.format, SqlFormat::Table);
+    }
+
+    #[test]
+    fn the_ranking_of_the_default_configuration_is_the_retrieval_default() {
+        // configs/default.toml shows the user the ranking `ledger-retrieve` defaults to: the same,
+        // every edge kind's weight included.
+        assert_eq!(
+            Config::defaults().retrieve.ranking(),
+            ledger_retrieve::Ranking::default()
+        );
     }
 
     #[test]

@@ -346,13 +346,27 @@ fn merge(base: &mut toml::Table, user: toml::Table, path: &Path) -> Result<()> {
             )));
         };
         for (k, v) in entries {
-            if !target.contains_key(&k) {
-                return Err(invalid(format!(
-                    "{}: unknown setting {section}.{k}",
-                    path.display()
-                )));
+            match (target.get_mut(&k), v) {
+                (None, _) => {
+                    return Err(invalid(format!(
+                        "{}: unknown setting {section}.{k}",
+                        path.display()
+                    )));
+                }
+                // A table of settings ([retrieve.weights]) keeps the entries the file leaves out.
+                (Some(toml::Value::Table(inner)), toml::Value::Table(given)) => {
+                    for (kk, vv) in given {
+                        if !inner.contains_key(&kk) {
+                            return Err(invalid(format!(
+                                "{}: unknown setting {section}.{k}.{kk}",
+                                path.display()
+                            )));
+                        }
+                        inner.insert(kk, vv);
+                    }
+                }
+                (Some(current), v) => *current = v,
             }
-            target.insert(k, v);
         }
     }
     Ok(())
@@ -364,7 +378,18 @@ fn apply_env(value: &mut toml::Table, get: impl Fn(&str) -> Option<String>) -> R
         let toml::Value::Table(entries) = v else {
             continue;
         };
+        // A table of settings ([retrieve.weights]) is set entry by entry:
+        // LEDGER_RETRIEVE_WEIGHTS_DEPENDS.
+        let mut settings: Vec<(String, &mut toml::Value)> = Vec::new();
         for (key, current) in entries.iter_mut() {
+            match current {
+                toml::Value::Table(inner) => {
+                    settings.extend(inner.iter_mut().map(|(k, v)| (format!("{key}_{k}"), v)))
+                }
+                other => settings.push((key.clone(), other)),
+            }
+        }
+        for (key, current) in settings {
             let var = format!("LEDGER_{}_{}", section.to_uppercase(), key.to_uppercase());
             let Some(raw) = get(&var) else { continue };
             let expected = |what: &str| invalid(format!("{var}={raw}: expected {what}"));
@@ -515,6 +540,32 @@ mod tests {
                 .jobs,
             64
         );
+    }
+
+    #[test]
+    fn an_edge_kind_weight_is_set_alone() {
+        use ledger_core::EdgeKind;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mine = dir.path().join("mine.toml");
+        std::fs::write(&mine, "[retrieve.weights]\nRELATED = 7.0\n").expect("write");
+        let env = |k: &str| (k == "LEDGER_RETRIEVE_WEIGHTS_DEPENDS").then(|| "9".into());
+        let weights = load(Some(&mine), dir.path(), env)
+            .expect("loads")
+            .retrieve
+            .weights;
+        assert_eq!(weights.of(EdgeKind::Related), 7.0);
+        assert_eq!(weights.of(EdgeKind::Depends), 9.0);
+        let defaults = load(None, dir.path(), no_env)
+            .expect("loads")
+            .retrieve
+            .weights;
+        assert_eq!(
+            weights.of(EdgeKind::References),
+            defaults.of(EdgeKind::References)
+        );
+        std::fs::write(&mine, "[retrieve.weights]\nCITES = 1.0\n").expect("write");
+        let err = load(Some(&mine), dir.path(), no_env).expect_err("no such kind");
+        assert!(err.to_string().contains("retrieve.weights.CITES"), "{err}");
     }
 
     #[test]

@@ -56,7 +56,12 @@ pub struct Ranking {
 impl Default for Ranking {
     fn default() -> Self {
         Ranking {
-            weights: Weights::default(),
+            weights: Weights::new(&[
+                (EdgeKind::References, 100.0),
+                (EdgeKind::Depends, 50.0),
+                (EdgeKind::Contains, 30.0),
+                (EdgeKind::Related, 10.0),
+            ]),
             proof: 150.0,
             restart: 0.25,
             graph: 1.0,
@@ -75,7 +80,7 @@ impl Ranking {
     /// ablations and the weight configurations. A proof's link is a DEPENDS edge: it counts only
     /// where DEPENDS does.
     pub fn walk_only(weights: Weights) -> Ranking {
-        let proof = if weights.depends > 0.0 {
+        let proof = if weights.of(EdgeKind::Depends) > 0.0 {
             Ranking::default().proof
         } else {
             0.0
@@ -90,6 +95,13 @@ impl Ranking {
             linked: 0.0,
             ..Ranking::default()
         }
+    }
+
+    /// Whether `other` walks as this one does (the same edge weights and restart), so that the
+    /// signals of one serve the other ([`Graph::signals`]).
+    pub fn same_walk(&self, other: &Ranking) -> bool {
+        (self.weights, self.proof, self.restart, self.graph > 0.0)
+            == (other.weights, other.proof, other.restart, other.graph > 0.0)
     }
 
     fn link_weight(&self, link: Link) -> f64 {

@@ -55,39 +55,76 @@ pub enum RetrieveError {
     },
 }
 
-/// Edge-kind weights of retrieval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Weights {
-    /// REFERENCES.
-    pub references: f64,
-    /// DEPENDS.
-    pub depends: f64,
-    /// CONTAINS.
-    pub contains: f64,
-    /// RELATED.
-    pub related: f64,
-}
+/// Edge-kind weights of retrieval: one per kind of [`EdgeKind::ALL`], written as a table keyed by
+/// the kind's name (`{ REFERENCES = 100.0, DEPENDS = 50.0, … }`), so that a new kind of edge is
+/// one more entry, not one more field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights([f64; EdgeKind::ALL.len()]);
 
-impl Default for Weights {
-    fn default() -> Self {
-        Weights {
-            references: 100.0,
-            depends: 50.0,
-            contains: 30.0,
-            related: 10.0,
+impl Weights {
+    /// The weights given, 0 for every kind not named.
+    pub fn new(weights: &[(EdgeKind, f64)]) -> Weights {
+        let mut w = Weights([0.0; EdgeKind::ALL.len()]);
+        for &(kind, weight) in weights {
+            w.0[kind.priority() as usize] = weight;
         }
+        w
+    }
+
+    /// The weight of `kind`.
+    pub fn of(&self, kind: EdgeKind) -> f64 {
+        self.0[kind.priority() as usize]
+    }
+
+    /// These weights with `kind`'s set to `weight`.
+    pub fn with(mut self, kind: EdgeKind, weight: f64) -> Weights {
+        self.0[kind.priority() as usize] = weight;
+        self
+    }
+
+    /// These weights for `kinds` alone, 0 for the others.
+    pub fn only(&self, kinds: &[EdgeKind]) -> Weights {
+        Weights::new(&kinds.iter().map(|&k| (k, self.of(k))).collect::<Vec<_>>())
     }
 }
 
-impl Weights {
-    /// The weight of `kind`.
-    pub fn of(&self, kind: EdgeKind) -> f64 {
-        match kind {
-            EdgeKind::References => self.references,
-            EdgeKind::Depends => self.depends,
-            EdgeKind::Contains => self.contains,
-            EdgeKind::Related => self.related,
+impl serde::Serialize for Weights {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(EdgeKind::ALL.len()))?;
+        for kind in EdgeKind::ALL {
+            map.serialize_entry(kind.as_str(), &self.of(kind))?;
         }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Weights {
+    /// A table with a weight for every kind, keyed by its name; an unknown or missing kind is an
+    /// error.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Weights, D::Error> {
+        use serde::de::Error;
+        let table = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
+        let mut weights = Vec::new();
+        for (name, weight) in &table {
+            let kind = EdgeKind::parse(name).ok_or_else(|| {
+                D::Error::custom(format!(
+                    "unknown edge kind `{name}` (expected one of {})",
+                    EdgeKind::ALL.map(EdgeKind::as_str).join(", ")
+                ))
+            })?;
+            weights.push((kind, *weight));
+        }
+        if let Some(missing) = EdgeKind::ALL
+            .into_iter()
+            .find(|k| !table.contains_key(k.as_str()))
+        {
+            return Err(D::Error::custom(format!(
+                "no weight for edge kind `{}`",
+                missing.as_str()
+            )));
+        }
+        Ok(Weights::new(&weights))
     }
 }
 
@@ -347,6 +384,52 @@ impl Graph {
                 }
             })
             .collect()
+    }
+
+    /// The unit that holds `unit` along CONTAINS.
+    pub fn parent(&self, unit: usize) -> Option<usize> {
+        self.parents[unit]
+    }
+
+    /// The deepest section (chapter, heading) that holds `unit`, or `unit` itself when it is one.
+    pub fn enclosing_section(&self, unit: usize) -> Option<usize> {
+        std::iter::successors(Some(unit), |&u| self.parents[u])
+            .find(|&u| self.units[u].kind == UnitKind::Section)
+    }
+
+    /// The units within `hops` steps of `from` over edges of `kinds`, followed either way, with
+    /// the steps each took (`from` at 0).
+    pub fn within_hops(
+        &self,
+        from: &[usize],
+        kinds: &[EdgeKind],
+        hops: usize,
+    ) -> HashMap<usize, usize> {
+        let mut seen: HashMap<usize, usize> = from.iter().map(|&u| (u, 0)).collect();
+        let mut frontier: Vec<usize> = from.to_vec();
+        for step in 1..=hops {
+            let mut next = Vec::new();
+            for &u in &frontier {
+                for dir in [Direction::Outgoing, Direction::Incoming] {
+                    for e in self.graph.edges_directed(NodeIndex::new(u), dir) {
+                        if !kinds.contains(&e.weight().kind) {
+                            continue;
+                        }
+                        let v = if dir == Direction::Outgoing {
+                            e.target().index()
+                        } else {
+                            e.source().index()
+                        };
+                        if let std::collections::hash_map::Entry::Vacant(slot) = seen.entry(v) {
+                            slot.insert(step);
+                            next.push(v);
+                        }
+                    }
+                }
+            }
+            frontier = next;
+        }
+        seen
     }
 
     /// The index of `doc`:`unit`.

@@ -1047,6 +1047,10 @@ fn eval_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invaria
     for section in [
         "Real edits: what the authors changed together",
         "test split: gold units found",
+        "test split: far gold found",
+        "far and near recall at 4K and 16K",
+        "Reachability: far gold within 1 / 2 hops",
+        "| without typed edges |",
         "Main table",
         "Edge-type ablation",
         "Weight configurations",
@@ -1074,9 +1078,34 @@ fn eval_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invaria
     assert_eq!(real["over_budget"], 0);
     let rows = real["rows"].as_array().expect("rows");
     for r in rows {
-        let recall = r["recall_micro"].as_f64().expect("recall");
-        assert!((0.0..=1.0).contains(&recall), "{r}");
+        for key in ["recall_micro", "recall_far_micro", "recall_near_micro"] {
+            let recall = r[key].as_f64().expect(key);
+            assert!((0.0..=1.0).contains(&recall), "{r}");
+        }
+        assert!(r["far_gold"].as_u64().is_some(), "{r}");
         assert!(r["tokens"].as_f64().expect("tokens") <= r["budget"].as_f64().expect("budget"));
+    }
+    // Far gold is counted per history, and what the edges reach of it is a share that grows with
+    // the hops.
+    let far: u64 = selection
+        .iter()
+        .map(|s| s["far_gold_units"].as_u64().expect("far"))
+        .sum();
+    let gold: u64 = selection
+        .iter()
+        .map(|s| s["gold_units"].as_u64().expect("gold"))
+        .sum();
+    assert!(far > 0 && far < gold, "{far} of {gold}");
+    let reach = real["reachability"].as_array().expect("reachability");
+    assert!(reach.iter().any(|r| r["source"] == "all"));
+    for r in reach {
+        for w in r["within"].as_array().expect("within") {
+            let (one, two) = (
+                w["one"].as_f64().expect("one"),
+                w["two"].as_f64().expect("two"),
+            );
+            assert!(0.0 <= one && one <= two && two <= 1.0, "{w}");
+        }
     }
     let svg = std::fs::read_to_string(out.join("real-recall-vs-budget.svg")).expect("plot");
     assert!(svg.starts_with("<svg") && svg.contains("LEDGER"));
@@ -1111,7 +1140,7 @@ fn eval_quick_evaluates_real_edits_and_generated_documents_and_holds_its_invaria
             .cloned()
             .collect()
     };
-    for key in ["cases", "rows", "selection"] {
+    for key in ["cases", "rows", "selection", "reachability"] {
         assert!(!of(&alone, key).is_empty(), "{key}");
         assert_eq!(of(&alone, key), of(&json, key), "{key}");
     }

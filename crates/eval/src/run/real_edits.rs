@@ -11,8 +11,8 @@ use crate::error::{Context, Result};
 use crate::history::{self, Repository, Skip, Split};
 use crate::metrics::ratio;
 use crate::setup::Pipeline;
-use crate::strategy::{self, Query, Strategy};
-use ledger_core::{Document, UnitKind};
+use crate::strategy::{self, Query, Strategy, WITHOUT_TYPED};
+use ledger_core::{Document, EdgeKind, UnitKind};
 use ledger_pipeline::{Part, Progress};
 use ledger_retrieve::{Graph, Ranking};
 use serde::Serialize;
@@ -49,6 +49,9 @@ struct Outcome {
     budget: usize,
     found: usize,
     gold: usize,
+    /// Far gold units ([`is_far`]) in the context, and in all.
+    far_found: usize,
+    far_gold: usize,
     tokens: usize,
 }
 
@@ -69,6 +72,12 @@ pub struct Row {
     pub cases: usize,
     /// Gold units in the contexts / gold units, over all cases.
     pub recall_micro: f64,
+    /// Far gold units ([`is_far`]: outside the target's enclosing section), over all cases.
+    pub far_gold: usize,
+    /// Far gold units in the contexts / far gold units.
+    pub recall_far_micro: f64,
+    /// The other gold units (in the target's enclosing section) in the contexts / those units.
+    pub recall_near_micro: f64,
     /// Mean over cases of the share of their gold units found.
     pub recall_per_case: f64,
     /// Share of cases whose gold units are all in the context.
@@ -92,6 +101,83 @@ pub struct Selection {
     pub test: usize,
     /// Gold units over all cases.
     pub gold_units: usize,
+    /// Of them, far from their target ([`is_far`]).
+    pub far_gold_units: usize,
+}
+
+/// How much of one history's far gold the graph's edges reach from the targets: the ceiling of
+/// any walk over them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reach {
+    /// History, or "all".
+    pub source: String,
+    /// dev or test.
+    pub split: Split,
+    /// Far gold units of the split's cases.
+    pub far_gold: usize,
+    /// Per edge set (each kind but CONTAINS, then their union): far gold units within 1 and 2
+    /// hops of the target (or a unit of its subtree), edges followed either way.
+    pub within: Vec<Within>,
+}
+
+impl Reach {
+    fn new(source: &str, split: Split, far_gold: usize, within: &[(usize, usize)]) -> Reach {
+        Reach {
+            source: source.to_string(),
+            split,
+            far_gold,
+            within: reach_edge_sets()
+                .iter()
+                .zip(within)
+                .map(|(kinds, &counts)| Within {
+                    edges: kinds
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ∪ "),
+                    one: ratio(counts.0, far_gold),
+                    two: ratio(counts.1, far_gold),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Far gold reached over one set of edge kinds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Within {
+    /// The kinds, joined by " ∪ ".
+    pub edges: String,
+    /// Share of the far gold within one hop.
+    pub one: f64,
+    /// Share within two hops.
+    pub two: f64,
+}
+
+/// The edge sets reachability is measured over: each kind but CONTAINS alone, then all of them
+/// together.
+pub fn reach_edge_sets() -> Vec<Vec<EdgeKind>> {
+    let kinds: Vec<EdgeKind> = EdgeKind::ALL
+        .into_iter()
+        .filter(|&k| k != EdgeKind::Contains)
+        .collect();
+    kinds
+        .iter()
+        .map(|&k| vec![k])
+        .chain(std::iter::once(kinds.clone()))
+        .collect()
+}
+
+/// Whether `unit` is far from `target`: outside the deepest section (chapter, heading) that holds
+/// the target, or, in a book of several files (`by_file`), in another file than the target's.
+pub fn is_far(graph: &Graph, target: usize, unit: usize, by_file: bool) -> bool {
+    let units = graph.units();
+    if by_file && units[unit].source_path != units[target].source_path {
+        return true;
+    }
+    let section = graph.enclosing_section(target);
+    !std::iter::successors(Some(unit), |&u| graph.parent(u))
+        .any(|u| Some(u) == section || (section.is_none() && graph.parent(u).is_none()))
 }
 
 /// The track's results.
@@ -103,6 +189,8 @@ pub struct Track {
     pub cases: Vec<CaseInfo>,
     /// Rows per strategy, budget, split and source.
     pub rows: Vec<Row>,
+    /// Far gold within reach of the targets over each kind of edge, per history and split.
+    pub reachability: Vec<Reach>,
     /// With `--tune`: the grid on the dev split, best first.
     pub tuning: Vec<Tuned>,
     /// Contexts that took more tokens than their budget (an invariant: none).
@@ -127,11 +215,37 @@ pub struct Tuned {
     pub ranking: Ranking,
     /// Micro recall per budget of [`BUDGETS`] on the dev split.
     pub recall: Vec<f64>,
+    /// Micro recall of the far gold per budget on the dev split.
+    pub far_recall: Vec<f64>,
     /// Mean of the dev recalls from 2K to 32K: what the grid is ranked by.
     pub mean: f64,
     /// Micro recall per budget on the test split (reported for the best on dev only).
     pub test_recall: Vec<f64>,
+    /// Far recall per budget on the test split.
+    pub test_far_recall: Vec<f64>,
 }
+
+/// Gold units found and in all, far gold units found and in all: one ranking under one budget
+/// over a split's cases.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    found: usize,
+    gold: usize,
+    far_found: usize,
+    far_gold: usize,
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.found += other.found;
+        self.gold += other.gold;
+        self.far_found += other.far_found;
+        self.far_gold += other.far_gold;
+    }
+}
+
+/// Per split, grid ranking and budget.
+type GridCounts = Vec<Vec<[Counts; BUDGETS.len()]>>;
 
 /// The rankings `--tune` scores: the configured edge weights, restart probability and span, and
 /// every mix below (the walk's share fixed at 1: scaling every share alike ranks alike).
@@ -198,9 +312,24 @@ pub fn run(
         .collect();
     let mut track = Track::default();
     let mut outcomes = Vec::new();
-    let mut grid_counts = vec![vec![[(0usize, 0usize); BUDGETS.len()]; grid.len()]; 2];
+    let mut grid_counts: GridCounts = vec![vec![[Counts::default(); BUDGETS.len()]; grid.len()]; 2];
+    let mut reach_all: BTreeMap<Split, (usize, Vec<(usize, usize)>)> = BTreeMap::new();
     for r in results {
         let h = r?;
+        for (split, (far, within)) in &h.reach {
+            let sets = reach_edge_sets().len();
+            let all = reach_all
+                .entry(*split)
+                .or_insert_with(|| (0, vec![(0, 0); sets]));
+            all.0 += far;
+            for (a, w) in all.1.iter_mut().zip(within) {
+                a.0 += w.0;
+                a.1 += w.1;
+            }
+            track
+                .reachability
+                .push(Reach::new(&h.selection.source, *split, *far, within));
+        }
         let offset = track.cases.len();
         track.cases.extend(h.cases);
         outcomes.extend(h.outcomes.into_iter().map(|o| Outcome {
@@ -211,28 +340,43 @@ pub fn run(
         track.over_budget += h.over_budget;
         for (split, counts) in h.grid_counts.into_iter().enumerate() {
             for (k, per_budget) in counts.into_iter().enumerate() {
-                for (b, (f, g)) in per_budget.into_iter().enumerate() {
-                    grid_counts[split][k][b].0 += f;
-                    grid_counts[split][k][b].1 += g;
+                for (b, c) in per_budget.into_iter().enumerate() {
+                    grid_counts[split][k][b].add(c);
                 }
             }
         }
+    }
+    for (split, (far, within)) in &reach_all {
+        track
+            .reachability
+            .push(Reach::new("all", *split, *far, within));
     }
     track.rows = rows(strategies, &track.cases, &outcomes);
     track.tuning = grid
         .into_iter()
         .enumerate()
         .map(|(k, ranking)| {
-            let recall_of = |counts: &[(usize, usize); BUDGETS.len()]| -> Vec<f64> {
-                counts.iter().map(|&(f, g)| ratio(f, g)).collect()
+            let recall_of = |split: usize, far: bool| -> Vec<f64> {
+                grid_counts[split][k]
+                    .iter()
+                    .map(|c| {
+                        if far {
+                            ratio(c.far_found, c.far_gold)
+                        } else {
+                            ratio(c.found, c.gold)
+                        }
+                    })
+                    .collect()
             };
-            let recall = recall_of(&grid_counts[0][k]);
+            let (recall, far_recall) = (recall_of(0, false), recall_of(0, true));
             let mean = recall[1..].iter().sum::<f64>() / (recall.len() - 1) as f64;
             Tuned {
                 ranking,
                 recall,
+                far_recall,
                 mean,
-                test_recall: recall_of(&grid_counts[1][k]),
+                test_recall: recall_of(1, false),
+                test_far_recall: recall_of(1, true),
             }
         })
         .collect();
@@ -249,8 +393,10 @@ struct History {
     cases: Vec<CaseInfo>,
     outcomes: Vec<Outcome>,
     over_budget: usize,
+    /// Per split: far gold, and per edge set of [`reach_edge_sets`] far gold within 1 and 2 hops.
+    reach: BTreeMap<Split, (usize, Vec<(usize, usize)>)>,
     /// Per split, grid ranking and budget: gold units found, gold units.
-    grid_counts: Vec<Vec<[(usize, usize); BUDGETS.len()]>>,
+    grid_counts: GridCounts,
 }
 
 /// What every history of one run shares.
@@ -274,7 +420,7 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
         progress,
     } = *run;
     let mut h = History {
-        grid_counts: vec![vec![[(0usize, 0usize); BUDGETS.len()]; grid.len()]; 2],
+        grid_counts: vec![vec![[Counts::default(); BUDGETS.len()]; grid.len()]; 2],
         ..History::default()
     };
     {
@@ -349,6 +495,36 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
                 Split::Test => selection.test += 1,
             }
             selection.gold_units += gold_g.len();
+            let by_file = case.doc.format == Some(ledger_core::Format::MarkdownBook);
+            let far: Vec<usize> = gold_g
+                .iter()
+                .copied()
+                .filter(|&g| is_far(&case.graph, target_g, g, by_file))
+                .collect();
+            selection.far_gold_units += far.len();
+            {
+                let sets = reach_edge_sets();
+                let (far_total, within) = h
+                    .reach
+                    .entry(split)
+                    .or_insert_with(|| (0, vec![(0, 0); sets.len()]));
+                *far_total += far.len();
+                let mut region = vec![target_g];
+                region.extend(case.graph.subtree(target_g));
+                for (kinds, counts) in sets.iter().zip(within.iter_mut()) {
+                    let hops = case.graph.within_hops(&region, kinds, 2);
+                    for g in &far {
+                        match hops.get(g) {
+                            Some(1) => {
+                                counts.0 += 1;
+                                counts.1 += 1;
+                            }
+                            Some(2) => counts.1 += 1,
+                            _ => {}
+                        }
+                    }
+                }
+            }
             let case_index = h.cases.len();
             h.cases.push(CaseInfo {
                 source: source.name.to_string(),
@@ -388,36 +564,42 @@ fn one_history(source: &history::Source, run: &Shared) -> Result<History> {
                 for (budget, r) in BUDGETS.iter().zip(got) {
                     h.over_budget += usize::from(r.tokens > *budget);
                     let found = gold_g.iter().filter(|g| r.units.contains(g)).count();
+                    let far_found = far.iter().filter(|g| r.units.contains(g)).count();
                     h.outcomes.push(Outcome {
                         case: case_index,
                         strategy: s,
                         budget: *budget,
                         found,
                         gold: gold_g.len(),
+                        far_found,
+                        far_gold: far.len(),
                         tokens: r.tokens,
                     });
                 }
             }
-            if !grid.is_empty() {
-                // The signals do not depend on the mix: computed once, ranked per mix.
-                let signals = case.graph.signals(
-                    &ledger_retrieve::Request {
-                        targets: &[target_g],
-                        instruction: query.instruction,
-                        dense: query.dense,
-                        budget: 0,
-                    },
-                    &grid[0],
-                );
-                let counts = &mut h.grid_counts[usize::from(split == Split::Test)];
-                for (k, ranking) in grid.iter().enumerate() {
-                    let ranked = signals.rank(ranking);
-                    for (b, &budget) in BUDGETS.iter().enumerate() {
-                        let taken = ranked.pack_units(&case.graph, budget);
-                        let found = gold_g.iter().filter(|g| taken.contains(g)).count();
-                        counts[k][b].0 += found;
-                        counts[k][b].1 += gold_g.len();
-                    }
+            // The signals depend on the walk's settings only: computed once per walk, ranked per
+            // mix.
+            let request = ledger_retrieve::Request {
+                targets: &[target_g],
+                instruction: query.instruction,
+                dense: query.dense,
+                budget: 0,
+            };
+            let mut signals: Option<(Ranking, ledger_retrieve::Signals)> = None;
+            let counts = &mut h.grid_counts[usize::from(split == Split::Test)];
+            for (k, ranking) in grid.iter().enumerate() {
+                if signals.as_ref().is_none_or(|(r, _)| !r.same_walk(ranking)) {
+                    signals = Some((*ranking, case.graph.signals(&request, ranking)));
+                }
+                let ranked = signals.as_ref().expect("set above").1.rank(ranking);
+                for (b, &budget) in BUDGETS.iter().enumerate() {
+                    let taken = ranked.pack_units(&case.graph, budget);
+                    counts[k][b].add(Counts {
+                        found: gold_g.iter().filter(|g| taken.contains(g)).count(),
+                        gold: gold_g.len(),
+                        far_found: far.iter().filter(|g| taken.contains(g)).count(),
+                        far_gold: far.len(),
+                    });
                 }
             }
             previous = Some(case.part);
@@ -520,6 +702,8 @@ fn rows(strategies: &[Strategy], cases: &[CaseInfo], outcomes: &[Outcome]) -> Ve
         .map(|((s, budget, split, source), os)| {
             let found: usize = os.iter().map(|o| o.found).sum();
             let gold: usize = os.iter().map(|o| o.gold).sum();
+            let far_found: usize = os.iter().map(|o| o.far_found).sum();
+            let far_gold: usize = os.iter().map(|o| o.far_gold).sum();
             let n = os.len() as f64;
             Row {
                 strategy: strategies[s].name.clone(),
@@ -529,6 +713,9 @@ fn rows(strategies: &[Strategy], cases: &[CaseInfo], outcomes: &[Outcome]) -> Ve
                 budget,
                 cases: os.len(),
                 recall_micro: ratio(found, gold),
+                far_gold,
+                recall_far_micro: ratio(far_found, far_gold),
+                recall_near_micro: ratio(found - far_found, gold - far_gold),
                 recall_per_case: os.iter().map(|o| ratio(o.found, o.gold)).sum::<f64>() / n,
                 covered: os.iter().filter(|o| o.found == o.gold).count() as f64 / n,
                 tokens: os.iter().map(|o| o.tokens as f64).sum::<f64>() / n,
@@ -582,7 +769,7 @@ impl Track {
         );
         let _ = writeln!(
             s,
-            "| history | commits | {} | dev cases | test cases | gold units |\n|---|---:|{}---:|---:|---:|",
+            "| history | commits | {} | dev cases | test cases | gold units | far |\n|---|---:|{}---:|---:|---:|---:|",
             Skip::ALL.map(|k| k.as_str()).join(" | "),
             "---:|".repeat(Skip::ALL.len())
         );
@@ -599,15 +786,22 @@ impl Track {
                 .collect();
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {:.0} % |",
                 sel.source,
                 sel.commits,
                 skipped.join(" | "),
                 sel.dev,
                 sel.test,
-                sel.gold_units
+                sel.gold_units,
+                100.0 * ratio(sel.far_gold_units, sel.gold_units)
             );
         }
+        let _ = writeln!(
+            s,
+            "\nA gold unit is *far* when it lies outside the target's enclosing section (the \
+             deepest section, chapter or heading holding the target; in an mdBook, also any unit \
+             of another chapter file): what reading around the target does not reach."
+        );
         for split in [Split::Test, Split::Dev] {
             let _ = writeln!(
                 s,
@@ -636,17 +830,19 @@ impl Track {
                 let _ = writeln!(s, "| {name} | {} |", cells.join(" | "));
             }
         }
+        s.push_str(&self.far_markdown(strategies));
         if let Some(best) = self.tuning.first() {
             let _ = writeln!(
                 s,
-                "\n### Tuning: the best 10 of {} mixes on the dev split (micro recall)\n\n| lexical | dense | locality | span | section | linked | {} | mean 2K–32K |\n|---:|---:|---:|---:|---:|---:|{}---:|",
+                "\n### Tuning: the best 10 of {} mixes on the dev split (micro recall / far recall)\n\n| lexical | dense | locality | span | section | linked | {} | mean 2K–32K |\n|---:|---:|---:|---:|---:|---:|{}---:|",
                 self.tuning.len(),
                 BUDGETS.map(|b| format!("{}K", b / 1024)).join(" | "),
                 "---:|".repeat(BUDGETS.len())
             );
-            let cells = |v: &[f64]| {
+            let cells = |v: &[f64], far: &[f64]| {
                 v.iter()
-                    .map(|x| format!("{x:.3}"))
+                    .zip(far)
+                    .map(|(x, f)| format!("{x:.3} / {f:.3}"))
                     .collect::<Vec<_>>()
                     .join(" | ")
             };
@@ -661,14 +857,14 @@ impl Track {
                     r.span,
                     r.section,
                     r.linked,
-                    cells(&t.recall),
+                    cells(&t.recall, &t.far_recall),
                     t.mean
                 );
             }
             let _ = writeln!(
                 s,
                 "\nThe best on dev, on the test split: {}.",
-                cells(&best.test_recall)
+                cells(&best.test_recall, &best.test_far_recall)
             );
         }
         let _ = writeln!(
@@ -697,6 +893,104 @@ impl Track {
                     cell(16384)
                 );
             }
+        }
+        s
+    }
+
+    /// The far-gold sections of the report: far recall per budget (test split), far and near
+    /// recall per history at 4K and 16K, and the reachability of far gold over each edge kind.
+    fn far_markdown(&self, strategies: &[Strategy]) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let row = |st: &str, source: &str, b: usize| {
+            self.rows.iter().find(|r| {
+                r.strategy == st && r.split == Split::Test && r.budget == b && r.source == source
+            })
+        };
+        let far = self
+            .rows
+            .iter()
+            .find(|r| r.split == Split::Test && r.source == "all")
+            .map_or(0, |r| r.far_gold);
+        let _ = writeln!(
+            s,
+            "\n### test split: far gold found (micro recall over the {far} far gold units)\n\n\
+             | strategy | {} |\n|---|{}",
+            BUDGETS.map(|b| format!("{}K", b / 1024)).join(" | "),
+            "---:|".repeat(BUDGETS.len())
+        );
+        for st in strategies {
+            let cells: Vec<String> = BUDGETS
+                .iter()
+                .map(|&b| {
+                    row(&st.name, "all", b)
+                        .map_or("–".into(), |r| format!("{:.3}", r.recall_far_micro))
+                })
+                .collect();
+            let _ = writeln!(s, "| {} | {} |", st.name, cells.join(" | "));
+        }
+        let _ = writeln!(
+            s,
+            "\n### Test split per history: far and near recall at 4K and 16K\n\n\
+             | history | far gold | strategy | far 4K | near 4K | far 16K | near 16K |\n\
+             |---|---:|---|---:|---:|---:|---:|"
+        );
+        for sel in &self.selection {
+            for st in strategies
+                .iter()
+                .filter(|s| s.group != "ablation" || s.name == WITHOUT_TYPED)
+            {
+                let cell = |b: usize, far: bool| {
+                    row(&st.name, &sel.source, b).map_or("–".into(), |r| {
+                        format!(
+                            "{:.3}",
+                            if far {
+                                r.recall_far_micro
+                            } else {
+                                r.recall_near_micro
+                            }
+                        )
+                    })
+                };
+                let far = row(&st.name, &sel.source, 4096).map_or(0, |r| r.far_gold);
+                let _ = writeln!(
+                    s,
+                    "| {} | {far} | {} | {} | {} | {} | {} |",
+                    sel.source,
+                    st.name,
+                    cell(4096, true),
+                    cell(4096, false),
+                    cell(16384, true),
+                    cell(16384, false)
+                );
+            }
+        }
+        let sets = reach_edge_sets();
+        let _ = writeln!(
+            s,
+            "\n### Reachability: far gold within 1 / 2 hops of the target over each kind of edge \
+             (either direction)\n\nThe ceiling of any walk over those edges.\n\n\
+             | history | split | far gold | {} |\n|---|---|---:|{}",
+            sets.iter()
+                .map(|k| k.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" ∪ "))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            "---:|".repeat(sets.len())
+        );
+        for r in &self.reachability {
+            let cells: Vec<String> = r
+                .within
+                .iter()
+                .map(|w| format!("{:.2} / {:.2}", w.one, w.two))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                r.source,
+                r.split.as_str(),
+                r.far_gold,
+                cells.join(" | ")
+            );
         }
         s
     }

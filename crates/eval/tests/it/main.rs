@@ -1,4 +1,5 @@
 //! `ledger-eval`'s tests: its measures against gold that people made.
 
 mod depends;
+mod far;
 mod uses;
