@@ -594,13 +594,7 @@ pub fn evaluate(prepared: &[Prepared], mode: Mode, window: usize) -> Result<Repo
             }
             let rules: Vec<Row> = prepared
                 .par_iter()
-                .map(|p| {
-                    row(
-                        p,
-                        &judged(p, &ledger_llm::depends::OfflineJudge, window),
-                        0.5,
-                    )
-                })
+                .map(|p| row(p, &judged(p, &ledger_llm::depends::RulesJudge, window), 0.5))
                 .collect();
             let macro_rules = (
                 Prf::mean(&rules.iter().map(|r| r.union).collect::<Vec<_>>()),
@@ -827,7 +821,7 @@ pub fn command(req: &Request, config: &ledger_pipeline::config::Config) -> Resul
     }
     let mode = match (req.judge, &llm) {
         (_, Some(llm)) => Mode::Judge(llm),
-        ("rules", _) => Mode::Judge(&ledger_llm::depends::OfflineJudge),
+        ("rules", _) => Mode::Judge(&ledger_llm::depends::RulesJudge),
         _ => Mode::LeaveOneOut,
     };
     let report = evaluate(&prepared, mode, window)?;

@@ -9,14 +9,14 @@ use std::path::Path;
 /// The built-in defaults, the same text as `configs/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
 
-/// Declares a closed choice of the configuration: serde and `FromStr` by its lower-case names,
-/// `Display` printing the same name.
+/// Declares a closed choice of the configuration: serde and `FromStr` by its lower-case names (and
+/// a former name after `|`, still read), `Display` printing the name.
 macro_rules! choice {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal $(| $alias:literal)?),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         pub enum $name {
-            $($(#[$vdoc])* #[serde(rename = $text)] $variant),+
+            $($(#[$vdoc])* #[serde(rename = $text $(, alias = $alias)?)] $variant),+
         }
 
         impl $name {
@@ -39,7 +39,7 @@ macro_rules! choice {
             type Err = String;
             fn from_str(s: &str) -> std::result::Result<Self, String> {
                 match s {
-                    $($text => Ok($name::$variant),)+
+                    $($text $(| $alias)? => Ok($name::$variant),)+
                     other => Err(format!("{other:?}: expected {}", one_of(Self::NAMES))),
                 }
             }
@@ -65,10 +65,12 @@ fn one_of(names: &[&str]) -> String {
 choice! {
     /// The DEPENDS judge (`depends.judge`).
     JudgeKind {
-        /// `llm` when `[llm]` names an endpoint, else `offline`.
+        /// `llm` when `[llm]` names an endpoint, else `learned`.
         Auto = "auto",
         /// The learned judge: a logistic regression trained on blueprints' `\uses`; no download.
-        Offline = "offline",
+        /// Its judgments are named `learned:<model>` (`@<threshold>` when not the model's own);
+        /// `offline`, its name before, still reads as it.
+        Learned = "learned" | "offline",
         /// The hand-written rules alone (definitions, notation, results named).
         Rules = "rules",
         /// The `[llm]` chat endpoint, one request per unit.

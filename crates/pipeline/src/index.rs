@@ -478,10 +478,12 @@ pub fn estimate(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Resul
 
 /// The judge, embedder and summarizer a graph was built with (`None`: that layer was off), so
 /// that an update after an edit computes what the graph already holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BuiltWith {
     /// The DEPENDS judge.
     pub judge: Option<JudgeKind>,
+    /// The learned judge's threshold (0: the model's own).
+    pub threshold: Option<f64>,
     /// The embedder of summaries.
     pub embedder: Option<EmbedderKind>,
     /// The summarizer.
@@ -493,18 +495,22 @@ pub fn built_with(graph: &Path) -> Result<BuiltWith> {
     let judgments = ledger_store::read_judgments(graph).map_err(crate::store(|| {
         format!("reading judgments of {}", graph.display())
     }))?;
-    let judge = judgments.first().map(|(_, j)| {
-        if j.judge.starts_with("llm:") {
-            JudgeKind::Llm
-        } else {
-            JudgeKind::Offline
-        }
-    });
+    let names = judgments.first().map(|(_, j)| j.judge.as_str());
+    let (judge, threshold) = match names {
+        None => (None, None),
+        Some(name) if name.starts_with("llm:") => (Some(JudgeKind::Llm), None),
+        Some(name) => match ledger_llm::depends::LearnedJudge::threshold_in(name) {
+            Some(t) => (Some(JudgeKind::Learned), Some(t)),
+            // The rules judge (named "offline" before it was named "rules").
+            None => (Some(JudgeKind::Rules), None),
+        },
+    };
     let semantic = ledger_store::read_embeddings(graph).map_err(crate::store(|| {
         format!("reading embeddings of {}", graph.display())
     }))?;
     Ok(BuiltWith {
         judge,
+        threshold,
         embedder: (!semantic.model.is_empty())
             .then(|| crate::semantic::embedder_kind_of(&semantic.model)),
         summarizer: (!semantic.summarizer.is_empty())

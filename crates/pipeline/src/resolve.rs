@@ -84,6 +84,8 @@ pub struct Overrides {
     pub no_depends: bool,
     /// `depends.judge`.
     pub judge: Option<JudgeKind>,
+    /// `depends.threshold`.
+    pub threshold: Option<f64>,
     /// `depends.window`.
     pub window: Option<usize>,
     /// `embed.embedder`.
@@ -131,6 +133,7 @@ impl Overrides {
             no_depends: built.judge.is_none(),
             no_related: built.embedder.is_none(),
             judge: built.judge,
+            threshold: built.threshold,
             embedder: built.embedder,
             summarizer: built.summarizer,
             ..Overrides::default()
@@ -153,6 +156,7 @@ impl Overrides {
         c.related.k = self.related_k.unwrap_or(c.related.k);
         c.depends.enabled &= !self.no_depends;
         c.depends.judge = self.judge.unwrap_or(c.depends.judge);
+        c.depends.threshold = self.threshold.unwrap_or(c.depends.threshold);
         c.depends.window = self.window.unwrap_or(c.depends.window);
         c.embed.embedder = self.embedder.unwrap_or(c.embed.embedder);
         c.embed.summarizer = self.summarizer.unwrap_or(c.embed.summarizer);

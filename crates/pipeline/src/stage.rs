@@ -20,7 +20,7 @@ use crate::config::{
 use crate::semantic::{Models, Stats};
 use crate::{Error, Progress, Result};
 use ledger_core::{Document, JudgmentOutcome, Semantic};
-use ledger_llm::depends::{Cache, Judge, LearnedJudge, LlmJudge, Model, OfflineJudge, Report};
+use ledger_llm::depends::{Cache, Judge, LearnedJudge, LlmJudge, Model, Report, RulesJudge};
 use ledger_store::PartStore;
 use serde::{Deserialize, Serialize};
 
@@ -223,7 +223,7 @@ impl Stage {
         let chat = crate::semantic::chat_client(&settings.llm, &settings.tls)?;
         let judge: Option<Box<dyn Judge>> = if settings.depends.enabled {
             Some(match (settings.depends.judge, chat.as_ref()) {
-                (JudgeKind::Offline, _) | (JudgeKind::Auto, None) => {
+                (JudgeKind::Learned, _) | (JudgeKind::Auto, None) => {
                     let t = settings.depends.threshold;
                     if !(0.0..=1.0).contains(&t) {
                         return Err(Error::Invalid(format!(
@@ -232,7 +232,7 @@ impl Stage {
                     }
                     Box::new(LearnedJudge::new(Model::shipped(), (t > 0.0).then_some(t)))
                 }
-                (JudgeKind::Rules, _) => Box::new(OfflineJudge),
+                (JudgeKind::Rules, _) => Box::new(RulesJudge),
                 (JudgeKind::Llm | JudgeKind::Auto, Some(client)) => {
                     Box::new(LlmJudge::new(client.clone()))
                 }

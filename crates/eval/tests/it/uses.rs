@@ -2,7 +2,7 @@
 //! annotations (hidden from the judge), at statement level.
 
 use ledger_core::Document;
-use ledger_llm::depends::{Cache, OfflineJudge, judge_corpus};
+use ledger_llm::depends::{Cache, RulesJudge, judge_corpus};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -40,7 +40,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 #[test]
 fn offline_judge_against_blueprint_uses() {
     let mut docs = vec![blueprint()];
-    let report = judge_corpus(&mut docs, &OfflineJudge, 8, &Cache::new());
+    let report = judge_corpus(&mut docs, &RulesJudge, 8, &Cache::new());
     let doc = &docs[0];
     let edges = &doc.depends;
     let index = doc.unit_indices();

@@ -482,6 +482,9 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     x
 }
 
+/// How every learned judge's name starts.
+pub const LEARNED_PREFIX: &str = "learned:";
+
 /// The learned offline judge.
 #[derive(Debug, Clone)]
 pub struct LearnedJudge {
@@ -491,14 +494,30 @@ pub struct LearnedJudge {
 }
 
 impl LearnedJudge {
-    /// A judge with `model`, deciding at `threshold` (the model's own when `None`).
+    /// A judge with `model`, deciding at `threshold` (the model's own when `None`). Its name
+    /// says both: `learned:<model version>`, and `@<threshold>` after it when the threshold is not
+    /// the model's own, so that edges judged at another operating point are never taken for
+    /// these (the name is in every judgment and in the reuse fingerprint of a part).
     pub fn new(model: Model, threshold: Option<f64>) -> LearnedJudge {
         let threshold = threshold.unwrap_or(model.threshold);
-        let name = format!("learned:{}", model.version());
+        let mut name = format!("{LEARNED_PREFIX}{}", model.version());
+        if threshold != model.threshold {
+            name.push_str(&format!("@{threshold}"));
+        }
         LearnedJudge {
             model,
             threshold,
             name,
+        }
+    }
+
+    /// The threshold a learned judge named `name` decides at: `Some(0.0)` (the model's own) or
+    /// `Some(t)` for `learned:…@t`; `None` when `name` is not a learned judge's.
+    pub fn threshold_in(name: &str) -> Option<f64> {
+        let rest = name.strip_prefix(LEARNED_PREFIX)?;
+        match rest.split_once('@') {
+            Some((_, t)) => t.parse().ok(),
+            None => Some(0.0),
         }
     }
 

@@ -11,7 +11,7 @@
 mod context;
 pub mod learned;
 pub mod llm;
-pub mod offline;
+pub mod rules;
 mod signals;
 mod terms;
 mod text;
@@ -19,7 +19,7 @@ mod text;
 pub use context::{DocContext, candidates};
 pub use learned::{LearnedJudge, Model};
 pub use llm::LlmJudge;
-pub use offline::OfflineJudge;
+pub use rules::RulesJudge;
 pub use signals::{Signals, statements};
 pub use terms::Introductions;
 pub use text::{is_ancestor, judge_text, judgeable};

@@ -3,7 +3,7 @@
 
 use ledger_core::Document;
 use ledger_llm::depends::{
-    Cache, DocContext, OfflineJudge, candidates, judge_corpus, judge_text, learned,
+    Cache, DocContext, RulesJudge, candidates, judge_corpus, judge_text, learned,
 };
 use std::path::PathBuf;
 
@@ -46,7 +46,7 @@ fn a_markdown_definition_is_a_prerequisite_of_the_units_using_its_term() {
          Unrelated text about colours.\n\nOne more unrelated paragraph.\n\n\
          Commit the lockfile with the sources.\n",
     );
-    judge_corpus(&mut docs, &OfflineJudge, 8, &Cache::new());
+    judge_corpus(&mut docs, &RulesJudge, 8, &Cache::new());
     let doc = &docs[0];
     let text = |id: &str| {
         doc.units

@@ -34,7 +34,7 @@ fn settings(config: &Config) -> Settings {
         tls: config.tls.clone(),
     };
     s.index.count_tokens = false;
-    s.depends.judge = JudgeKind::Offline;
+    s.depends.judge = JudgeKind::Learned;
     s.embed.embedder = EmbedderKind::Hash;
     s
 }
@@ -132,7 +132,7 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
 
     // The graph says what built it, so an update after an edit computes the same things.
     let built = built_with(&graph).expect("built with");
-    assert_eq!(built.judge, Some(JudgeKind::Offline));
+    assert_eq!(built.judge, Some(JudgeKind::Learned));
     assert_eq!(built.embedder, Some(EmbedderKind::Hash));
 }
 
@@ -525,4 +525,66 @@ fn similar_headings_get_at_most_k_related_edges_each() {
     }
     let most = degree.values().max().copied().unwrap_or(0);
     assert!(most <= k, "a unit has {most} RELATED edges (k = {k})");
+}
+
+/// The DEPENDS edges of the graph at `graph`, with their scores.
+fn depends_edges(graph: &Path) -> Vec<(String, String, String)> {
+    ledger_store::read_edges(graph)
+        .expect("edges")
+        .into_iter()
+        .filter(|e| e.kind == ledger_core::EdgeKind::Depends)
+        .map(|e| (e.src_unit, e.dst_unit, format!("{:.6}", e.score)))
+        .collect()
+}
+
+#[test]
+fn the_judge_and_its_threshold_travel_with_the_edges() {
+    let (dir, main) = copy_of_sample();
+    let config = Config::defaults();
+    let graph = dir.path().join("graph");
+    let own = Stage::new(settings(&config)).expect("stage");
+    run_index(&own, &config, &main, &graph);
+    assert_eq!(
+        built_with(&graph).expect("built").threshold,
+        Some(0.0),
+        "the model's own"
+    );
+
+    // A rerun at another threshold reuses no part: its edges are a cold run's at that threshold.
+    let mut strict = settings(&config);
+    strict.depends.threshold = 0.9;
+    let strict = Stage::new(strict).expect("stage");
+    assert_ne!(own.fingerprint(), strict.fingerprint());
+    let rerun = run_index(&strict, &config, &main, &graph);
+    assert_eq!(rerun.parsed, 1, "the document is judged again");
+    let cold = dir.path().join("cold");
+    run_index(&strict, &config, &main, &cold);
+    assert_eq!(depends_edges(&graph), depends_edges(&cold));
+    let built = built_with(&graph).expect("built");
+    assert_eq!(
+        (built.judge, built.threshold),
+        (Some(JudgeKind::Learned), Some(0.9))
+    );
+    let judges: std::collections::BTreeSet<String> = ledger_store::read_judgments(&graph)
+        .expect("judgments")
+        .into_iter()
+        .map(|(_, j)| j.judge)
+        .collect();
+    assert_eq!(judges.len(), 1, "{judges:?}");
+    assert!(judges.iter().all(|j| j.ends_with("@0.9")), "{judges:?}");
+
+    // The rules judge is named so in the graph, and read back as itself.
+    let mut rules = settings(&config);
+    rules.depends.judge = JudgeKind::Rules;
+    let rules_graph = dir.path().join("rules");
+    run_index(
+        &Stage::new(rules).expect("stage"),
+        &config,
+        &main,
+        &rules_graph,
+    );
+    assert_eq!(
+        built_with(&rules_graph).expect("built").judge,
+        Some(JudgeKind::Rules)
+    );
 }

@@ -26,7 +26,7 @@ fn paper(name: &str) -> (Document, Vec<Edge>) {
     ledger_parse::resolve_corpus(&mut docs);
     ledger_llm::depends::judge_corpus(
         &mut docs,
-        &ledger_llm::depends::OfflineJudge,
+        &ledger_llm::depends::RulesJudge,
         8,
         &Default::default(),
     );

@@ -1,4 +1,4 @@
-//! The offline judge: no model, no download. A unit depends on an earlier unit that introduces a
+//! The rules judge: no model, no download. A unit depends on an earlier unit that introduces a
 //! term or symbol it uses (definition environments, "we define", "let X denote", "X is called",
 //! `\emph` inside a definition, Markdown's "A *term* is …", symbols defined with `:=`), and on
 //! the antecedent of an anaphor
@@ -10,11 +10,14 @@ use super::terms::antecedent;
 use super::{Judge, Judged, Task, Verdict};
 use ledger_core::UnitKind;
 
-/// The offline judge (the default when no LLM endpoint is configured).
-#[derive(Debug, Default)]
-pub struct OfflineJudge;
+/// The name of the rules judge, in the configuration, the flags and every judgment it makes.
+pub const RULES_NAME: &str = "rules";
 
-impl OfflineJudge {
+/// The rules judge (`depends.judge = "rules"`).
+#[derive(Debug, Default)]
+pub struct RulesJudge;
+
+impl RulesJudge {
     /// The verdicts on `unit`'s candidates.
     pub fn verdicts(&self, ctx: &DocContext, unit: usize, candidates: &[usize]) -> Vec<Verdict> {
         let anaphor = antecedent(ctx.doc, unit);
@@ -45,9 +48,9 @@ impl OfflineJudge {
     }
 }
 
-impl Judge for OfflineJudge {
+impl Judge for RulesJudge {
     fn name(&self) -> &str {
-        "offline"
+        RULES_NAME
     }
 
     fn reusable(&self) -> bool {
