@@ -498,7 +498,12 @@ mod tests {
         assert_eq!("corpus".parse(), Ok(RelatedScope::Corpus));
         assert_eq!(
             "x".parse::<JudgeKind>(),
-            Err("\"x\": expected \"auto\", \"offline\", \"rules\" or \"llm\"".to_string())
+            Err("\"x\": expected \"auto\", \"learned\", \"rules\" or \"llm\"".to_string())
         );
+        // The learned judge's former name is still read, in a file as on a flag.
+        assert_eq!("offline".parse(), Ok(JudgeKind::Learned));
+        let text = DEFAULT_TOML.replace("judge = \"auto\"", "judge = \"offline\"");
+        let config = toml::from_str::<Config>(&text).expect("offline is read");
+        assert_eq!(config.depends.judge, JudgeKind::Learned);
     }
 }

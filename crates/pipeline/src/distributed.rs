@@ -321,6 +321,17 @@ fn run_job(
             job: job.fingerprint.clone(),
         }));
     }
+    for (role, key) in [
+        ("key", Some(&job.key)),
+        ("previous key", job.previous_key.as_ref()),
+    ] {
+        if let Some(key) = key.filter(|k| !crate::stage::is_part_key(k)) {
+            return Err(Error::Refused(Refusal::Key {
+                role,
+                key: key.clone(),
+            }));
+        }
+    }
     check_root(roots, &job.source, "source")?;
     check_root(roots, &job.parts, "parts")?;
     match &job.root {
@@ -726,5 +737,52 @@ mod tests {
         assert!(!ok("/etc/hostname"));
         assert!(!ok("s3://bucket/partsx") && !ok("s3://other/parts"));
         assert!(check_root(&[], &under("book"), "path").is_err());
+    }
+
+    #[test]
+    fn a_job_whose_part_keys_are_not_part_keys_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().display().to_string();
+        let source = dir.path().join("a.md");
+        std::fs::write(&source, "# A\n\nText.\n").expect("write");
+        let mut settings = crate::Settings::of(&crate::config::Config::defaults());
+        settings.depends.enabled = false;
+        settings.related.enabled = false;
+        settings.index.count_tokens = false;
+        let stage = Stage::new(settings).expect("stage");
+        let job = |key: &str, previous: Option<&str>| DocumentJob {
+            protocol: ledger_queue::PROTOCOL_VERSION,
+            run: "r".into(),
+            events: "e".into(),
+            parts: dir.path().join("parts").display().to_string(),
+            doc_id: "a.md".into(),
+            source: source.display().to_string(),
+            format: ledger_core::Format::Markdown,
+            root: Some(root.clone()),
+            key: key.into(),
+            previous_key: previous.map(str::to_string),
+            fingerprint: stage.fingerprint().to_string(),
+            attempt: 0,
+            max_attempts: 3,
+        };
+        let good = "0".repeat(64);
+        for (key, previous) in [
+            (good.as_str(), Some("../../../../outside_dir/b")),
+            (good.as_str(), Some("/tmp/b")),
+            ("../b", None),
+        ] {
+            let refused = run_job(&job(key, previous), &stage, std::slice::from_ref(&root));
+            assert!(
+                matches!(refused, Err(Error::Refused(Refusal::Key { .. }))),
+                "{key} {previous:?}: {refused:?}"
+            );
+        }
+        // A well-formed key passes this check (and fails later: the source's key differs).
+        let later = run_job(
+            &job(&good, Some(&good)),
+            &stage,
+            std::slice::from_ref(&root),
+        );
+        assert!(matches!(later, Err(Error::SourceChanged(_))), "{later:?}");
     }
 }

@@ -128,6 +128,15 @@ pub enum Refusal {
         "the job reads without an input root, which this worker does not allow (index.allow_outside_root)"
     )]
     NoInputRoot,
+    /// A part key of the job is not one this pipeline makes (64 hex digits): it could name a
+    /// file outside the part store.
+    #[error("{role} {key:?} is not a part key (64 hexadecimal digits)")]
+    Key {
+        /// `key` or `previous key`.
+        role: &'static str,
+        /// The key as the job gave it.
+        key: String,
+    },
 }
 
 /// Result alias of this crate.

@@ -469,12 +469,24 @@ mod tests {
         assert!(c.index.exclude.contains(&"drafts/".to_string()));
         let built = BuiltWith {
             judge: None,
+            threshold: None,
             embedder: Some(EmbedderKind::Hash),
             summarizer: Some(SummarizerKind::Extractive),
         };
         let s = Settings::of(&Overrides::as_built(&built).apply(Config::defaults()));
         assert!(!s.depends.enabled && s.related.enabled && !s.index.progress);
         assert_eq!(s.embed.embedder, EmbedderKind::Hash);
+        // A graph judged at another threshold is updated at that threshold.
+        let built = BuiltWith {
+            judge: Some(JudgeKind::Learned),
+            threshold: Some(0.5),
+            ..built
+        };
+        let s = Settings::of(&Overrides::as_built(&built).apply(Config::defaults()));
+        assert_eq!(
+            (s.depends.judge, s.depends.threshold),
+            (JudgeKind::Learned, 0.5)
+        );
     }
 
     #[test]

@@ -382,6 +382,11 @@ pub fn part_key(doc_id: &str, content_hash: &str, fingerprint: &str) -> String {
     ledger_core::content_hash(format!("{doc_id}\0{content_hash}\0{fingerprint}").as_bytes())
 }
 
+/// Whether `key` is one [`part_key`] makes: 64 lower-case hexadecimal digits.
+pub fn is_part_key(key: &str) -> bool {
+    key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The corpus stage in memory, for what does not write a graph (the evaluation's edited
 /// document): documents sorted by id, references across documents resolved, embeddings and the
 /// parts' RELATED edges gathered (or, in corpus scope, found). `ledger index` and the coordinator stream

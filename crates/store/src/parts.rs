@@ -105,6 +105,19 @@ impl PartStore {
         }
     }
 
+    /// `key`, when it may name a part: letters, digits and `-` only, so that no key (a queue
+    /// message's, say) reaches outside the store (`../x`, `/etc/x`).
+    fn checked<'k>(&self, key: &'k str) -> Result<&'k str> {
+        if is_key(key) {
+            Ok(key)
+        } else {
+            Err(StoreError::NotAGraph {
+                path: PathBuf::from(self.url()),
+                message: format!("invalid part key {key:?}"),
+            })
+        }
+    }
+
     fn object_path(prefix: &object_store::path::Path, key: &str) -> object_store::path::Path {
         prefix.clone().join(format!("{key}.parquet"))
     }
@@ -112,13 +125,17 @@ impl PartStore {
     /// The local file of part `key` (for a local store).
     pub fn local_path(&self, key: &str) -> Option<PathBuf> {
         match self {
-            PartStore::Local(dir) => Some(dir.join(format!("{key}.parquet"))),
+            PartStore::Local(dir) if is_key(key) => Some(dir.join(format!("{key}.parquet"))),
+            PartStore::Local(_) => None,
             PartStore::Object { .. } => None,
         }
     }
 
     /// Whether part `key` exists (whole: parts appear atomically).
     pub fn has(&self, key: &str) -> bool {
+        if !is_key(key) {
+            return false;
+        }
         match self {
             PartStore::Local(dir) => dir.join(format!("{key}.parquet")).is_file(),
             PartStore::Object { store, prefix, .. } => {
@@ -131,12 +148,7 @@ impl PartStore {
     /// Writes part `key`: `doc` and its embeddings (`semantic.embeddings` of this document only),
     /// durably before returning.
     pub fn write(&self, key: &str, doc: &Document, semantic: &Semantic) -> Result<()> {
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Err(StoreError::NotAGraph {
-                path: PathBuf::from(self.url()),
-                message: format!("invalid part key {key:?}"),
-            });
-        }
+        let key = self.checked(key)?;
         let bytes = encode(doc, semantic)?;
         match self {
             PartStore::Local(dir) => {
@@ -207,6 +219,7 @@ impl PartStore {
 
     /// The footer of part `key`, with its name for messages.
     fn footer(&self, key: &str) -> Result<(ParquetMetaData, PathBuf)> {
+        let key = self.checked(key)?;
         Ok(match self {
             PartStore::Local(dir) => {
                 let path = dir.join(format!("{key}.parquet"));
@@ -222,6 +235,7 @@ impl PartStore {
 
     /// The bytes of part `key`, with its name for messages.
     fn bytes(&self, key: &str) -> Result<(Bytes, PathBuf)> {
+        let key = self.checked(key)?;
         Ok(match self {
             PartStore::Local(dir) => {
                 let path = dir.join(format!("{key}.parquet"));
@@ -354,4 +368,9 @@ fn prune_folder(dir: &Path, keep: &HashSet<String>) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// Whether `key` may name a part: not empty, letters, digits and `-` only.
+fn is_key(key: &str) -> bool {
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }

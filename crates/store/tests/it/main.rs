@@ -375,6 +375,13 @@ fn parts_round_trip_and_rewrites_are_idempotent() {
     assert_eq!(&back, doc);
     assert_eq!(back_semantic, semantic);
     assert!(store.write("../escape", doc, &semantic).is_err());
+    // No key reads outside the store: a part written beside it is not reached by `../`.
+    let beside = ledger_store::PartStore::of_graph(&dir.path().join("other"));
+    beside.write("k2", doc, &semantic).expect("write beside");
+    let escape = "../../other/parts/k2";
+    assert!(beside.has("k2") && !store.has(escape));
+    assert!(store.read(escape).is_err() && store.read_document(escape).is_err());
+    assert!(store.local_path(escape).is_none());
     // The same folder opened by URL is the same store.
     let by_url = ledger_store::PartStore::open(&format!("file://{}", store.url())).expect("open");
     assert!(by_url.has("k1"));
