@@ -74,7 +74,7 @@ pub(crate) struct PipelineArgs {
     /// Do not judge DEPENDS edges.
     #[arg(long)]
     pub(crate) no_depends: bool,
-    /// DEPENDS judge (llm: the [llm] endpoint; auto: llm when one is set, else offline).
+    /// DEPENDS judge (llm: the [llm] endpoint; auto: llm when one is set, else learned).
     #[arg(long, value_parser = choice::<JudgeKind>(JudgeKind::NAMES))]
     pub(crate) judge: Option<JudgeKind>,
     /// Preceding units shown to the DEPENDS judge per unit.

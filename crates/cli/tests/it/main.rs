@@ -1444,7 +1444,7 @@ fn unreadable_runs_and_parts_of_the_previous_version_do_not_stop_the_next_run() 
 fn help_lists_choices_and_examples_and_completions_and_man_pages_render() {
     let help = stdout(&ledger(&["index", "--help"]));
     for want in [
-        "[possible values: auto, offline, rules, llm]",
+        "[possible values: auto, learned, rules, llm]",
         "[possible values: auto, hash, minilm, openai]",
         "[possible values: document, corpus]",
         "DEPENDS and RELATED",
