@@ -38,7 +38,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 }
 
 #[test]
-fn offline_judge_against_blueprint_uses() {
+fn rules_judge_against_blueprint_uses() {
     let mut docs = vec![blueprint()];
     let report = judge_corpus(&mut docs, &RulesJudge, 8, &Cache::new());
     let doc = &docs[0];
@@ -63,7 +63,7 @@ fn offline_judge_against_blueprint_uses() {
     assert!(
         edges
             .iter()
-            .all(|e| e.evidence.starts_with("offline: ") && e.evidence.len() > 9)
+            .all(|e| e.evidence.starts_with("rules: ") && e.evidence.len() > 7)
     );
     assert!(
         edges
