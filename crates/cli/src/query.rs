@@ -42,19 +42,17 @@ pub fn sql(
             std::io::read_to_string(std::io::stdin()).context("reading standard input")?
         }
     };
-    let results = ledger_pipeline::block_on(async {
+    let mut first = true;
+    ledger_pipeline::block_on(async {
         let session = ledger_pipeline::SqlSession::open(graph, limits).await?;
-        session.run_script(&text).await
+        let mut print = |batches: Vec<_>| {
+            let text = ledger_pipeline::format_batches(&batches, format)?;
+            let gap = if std::mem::take(&mut first) { "" } else { "\n" };
+            outln!("{gap}{}", text.trim_end());
+            Ok(())
+        };
+        session.run_script(&text, &mut print).await
     })??;
-    for (k, batches) in results.iter().enumerate() {
-        if k > 0 {
-            outln!();
-        }
-        outln!(
-            "{}",
-            ledger_pipeline::format_batches(batches, format)?.trim_end()
-        );
-    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -113,15 +111,13 @@ fn shell(
             std::mem::take(&mut pending)
         };
         let _ = editor.add_history_entry(statement.trim());
-        match ledger_pipeline::block_on(session.run_script(&statement)) {
-            Ok(Ok(results)) => {
-                for batches in results {
-                    match ledger_pipeline::format_batches(&batches, format) {
-                        Ok(text) => outln!("{}", text.trim_end()),
-                        Err(e) => eprintln!("error: {e}"),
-                    }
-                }
-            }
+        let mut print = |batches: Vec<_>| {
+            let text = ledger_pipeline::format_batches(&batches, format)?;
+            outln!("{}", text.trim_end());
+            Ok(())
+        };
+        match ledger_pipeline::block_on(session.run_script(&statement, &mut print)) {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!(
                 "error: {}",
                 crate::output::said_once(&anyhow::Error::from(e))

@@ -136,13 +136,18 @@ impl SqlSession {
     }
 
     /// Runs every statement of `script` (separated by `;`) in order, each refused or run as
-    /// [`SqlSession::query`] does; their results, in order. Nothing runs when one does not parse.
-    pub async fn run_script(&self, script: &str) -> Result<Vec<Vec<RecordBatch>>> {
+    /// [`SqlSession::query`] does, and hands each result to `each` as soon as it is there: what
+    /// finished is out before a later statement fails (its planning, a limit). Nothing runs when
+    /// one does not parse.
+    pub async fn run_script(
+        &self,
+        script: &str,
+        each: &mut (dyn FnMut(Vec<RecordBatch>) -> Result<()> + Send),
+    ) -> Result<()> {
         let dialect = datafusion::sql::sqlparser::dialect::GenericDialect {};
         let statements =
             datafusion::sql::parser::DFParser::parse_sql_with_dialect(script, &dialect)
                 .map_err(StoreError::Sql)?;
-        let mut results = Vec::with_capacity(statements.len());
         for statement in statements {
             let result = self.within_limits(async {
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
@@ -150,9 +155,9 @@ impl SqlSession {
                 self.collect(self.ctx.execute_logical_plan(plan).await?)
                     .await
             });
-            results.push(result.await?);
+            each(result.await?)?;
         }
-        Ok(results)
+        Ok(())
     }
 
     /// `work` stopped at the time limit, and its errors from a limit told apart.

@@ -1511,6 +1511,12 @@ fn an_sql_error_is_said_once() {
     let o = ledger(&["sql", "--graph", g, "SELECT nope FROM units"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("No field named nope").count(), 1, "{err}");
+    // Statements run in order: what finished is printed before a later one fails.
+    let script = "SELECT 4040 AS first; SELECT nope FROM units; SELECT 4242 AS last";
+    let o = ledger(&["sql", "--graph", g, "--format", "csv", script]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("4040") && !out.contains("4242"), "{out}");
 }
 
 #[test]
