@@ -31,7 +31,54 @@ pub fn read_terms(path: &Path) -> Result<Vec<(String, String)>> {
     if terms.is_empty() {
         return Err(bad("no term to rename".into()));
     }
+    if let Some(message) = chained(&terms) {
+        return Err(bad(message));
+    }
     Ok(terms)
+}
+
+/// Renames that feed each other (`a` → `b` with `b` → `a`, or `b` → `c`), compared as their case
+/// variants are matched: all are applied at once, so `b` written for `a` would be renamed by
+/// nothing and reported as an old term still there. What is wrong, naming the cycle or chain.
+fn chained(terms: &[(String, String)]) -> Option<String> {
+    let renamed: BTreeMap<String, &str> = terms
+        .iter()
+        .map(|(old, new)| (old.to_lowercase(), new.as_str()))
+        .collect();
+    for (old, new) in terms {
+        let mut path = vec![old.as_str(), new.as_str()];
+        while let Some(&next) = renamed.get(&path[path.len() - 1].to_lowercase()) {
+            let last = path[path.len() - 1].to_lowercase();
+            if last == path[path.len() - 2].to_lowercase() {
+                break;
+            }
+            let cycle = path.iter().any(|p| p.to_lowercase() == next.to_lowercase());
+            path.push(next);
+            if cycle {
+                return Some(format!(
+                    "the renames {} form a cycle: they cannot all hold at once; rename through a \
+                     term no rename uses, in two runs",
+                    path.iter()
+                        .map(|t| format!("`{t}`"))
+                        .collect::<Vec<_>>()
+                        .join(" → ")
+                ));
+            }
+        }
+        if path.len() > 2 {
+            return Some(format!(
+                "the renames {} chain: `{}` is renamed and is also a new term; apply them in \
+                 separate runs, or map `{old}` to `{}` directly",
+                path.iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(" → "),
+                path[1],
+                path[path.len() - 1]
+            ));
+        }
+    }
+    None
 }
 
 /// An occurrence of the old term that was not renamed, and why.

@@ -551,3 +551,26 @@ fn rename_term_finds_symbol_terms_keeps_title_case_and_old_anchors() {
     let kinds: Vec<_> = plan.checked.findings.iter().map(|f| f.kind).collect();
     assert_eq!(kinds, [ledger_edit::FindingKind::Repeat]);
 }
+
+#[test]
+fn a_terms_file_whose_renames_feed_each_other_is_refused_naming_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let read = |text: &str| {
+        let path = dir.path().join("terms.toml");
+        std::fs::write(&path, text).expect("write");
+        ledger_edit::read_terms(&path).map_err(|e| e.to_string())
+    };
+    let cycle = read("workspace = \"package\"\npackage = \"Workspace\"\n").expect_err("a cycle");
+    assert!(
+        cycle.contains("form a cycle") && cycle.contains("`package` → `Workspace`"),
+        "{cycle}"
+    );
+    let chain = read("crate = \"package\"\npackage = \"module\"\n").expect_err("a chain");
+    assert!(
+        chain.contains("chain") && chain.contains("`crate` → `package` → `module`"),
+        "{chain}"
+    );
+    // A change of case only, and renames that do not meet, are read as they are.
+    let fine = read("Cargo = \"cargo\"\ncrate = \"package\"\n").expect("no chain");
+    assert_eq!(fine.len(), 2);
+}
