@@ -144,7 +144,7 @@ impl Reach {
 }
 
 /// Far gold reached over one set of edge kinds.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Within {
     /// The kinds, joined by " ∪ ".
     pub edges: String,
@@ -175,9 +175,11 @@ pub fn is_far(graph: &Graph, target: usize, unit: usize, by_file: bool) -> bool 
     if by_file && units[unit].source_path != units[target].source_path {
         return true;
     }
-    let section = graph.enclosing_section(target);
-    !std::iter::successors(Some(unit), |&u| graph.parent(u))
-        .any(|u| Some(u) == section || (section.is_none() && graph.parent(u).is_none()))
+    // A target outside every section: the whole file is around it.
+    let Some(section) = graph.enclosing_section(target) else {
+        return false;
+    };
+    !std::iter::successors(Some(unit), |&u| graph.parent(u)).any(|u| u == section)
 }
 
 /// The track's results.
