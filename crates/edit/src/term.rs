@@ -41,27 +41,31 @@ pub fn read_terms(path: &Path) -> Result<Vec<(String, String)>> {
 /// variants are matched: all are applied at once, so `b` written for `a` would be renamed by
 /// nothing and reported as an old term still there. What is wrong, naming the cycle or chain.
 fn chained(terms: &[(String, String)]) -> Option<String> {
+    let key = |t: &str| t.to_lowercase();
     let renamed: BTreeMap<String, &str> = terms
         .iter()
-        .map(|(old, new)| (old.to_lowercase(), new.as_str()))
+        .map(|(old, new)| (key(old), new.as_str()))
         .collect();
+    let shown = |path: &[&str]| {
+        path.iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    };
     for (old, new) in terms {
         let mut path = vec![old.as_str(), new.as_str()];
-        while let Some(&next) = renamed.get(&path[path.len() - 1].to_lowercase()) {
-            let last = path[path.len() - 1].to_lowercase();
-            if last == path[path.len() - 2].to_lowercase() {
+        // Follow the last term while a rename changes more than its case.
+        while let Some(&next) = renamed.get(&key(path[path.len() - 1])) {
+            if key(next) == key(path[path.len() - 1]) {
                 break;
             }
-            let cycle = path.iter().any(|p| p.to_lowercase() == next.to_lowercase());
+            let cycle = path.iter().any(|p| key(p) == key(next));
             path.push(next);
             if cycle {
                 return Some(format!(
                     "the renames {} form a cycle: they cannot all hold at once; rename through a \
                      term no rename uses, in two runs",
-                    path.iter()
-                        .map(|t| format!("`{t}`"))
-                        .collect::<Vec<_>>()
-                        .join(" → ")
+                    shown(&path)
                 ));
             }
         }
@@ -69,10 +73,7 @@ fn chained(terms: &[(String, String)]) -> Option<String> {
             return Some(format!(
                 "the renames {} chain: `{}` is renamed and is also a new term; apply them in \
                  separate runs, or map `{old}` to `{}` directly",
-                path.iter()
-                    .map(|t| format!("`{t}`"))
-                    .collect::<Vec<_>>()
-                    .join(" → "),
+                shown(&path),
                 path[1],
                 path[path.len() - 1]
             ));

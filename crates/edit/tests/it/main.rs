@@ -573,4 +573,7 @@ fn a_terms_file_whose_renames_feed_each_other_is_refused_naming_them() {
     // A change of case only, and renames that do not meet, are read as they are.
     let fine = read("Cargo = \"cargo\"\ncrate = \"package\"\n").expect("no chain");
     assert_eq!(fine.len(), 2);
+    // A new term whose own rename only changes its case feeds nothing.
+    let fine = read("cask = \"Barrel\"\nbarrel = \"Barrel\"\n").expect("no cycle");
+    assert_eq!(fine.len(), 2);
 }

@@ -746,10 +746,10 @@ impl Track {
         broken
     }
 
-    /// The row of `strategy` at `budget` over a split, all histories.
-    pub fn row(&self, strategy: &str, split: Split, budget: usize) -> Option<&Row> {
+    /// The row of `strategy` at `budget` over a split, of one history (`source`) or "all".
+    pub fn row(&self, strategy: &str, split: Split, budget: usize, source: &str) -> Option<&Row> {
         self.rows.iter().find(|r| {
-            r.strategy == strategy && r.split == split && r.budget == budget && r.source == "all"
+            r.strategy == strategy && r.split == split && r.budget == budget && r.source == source
         })
     }
 
@@ -819,7 +819,7 @@ impl Track {
             for st in strategies {
                 let cells: Vec<String> = BUDGETS
                     .iter()
-                    .map(|&b| match self.row(&st.name, split, b) {
+                    .map(|&b| match self.row(&st.name, split, b, "all") {
                         Some(r) => format!("{:.3} / {:.2}", r.recall_micro, r.covered),
                         None => "–".into(),
                     })
@@ -876,14 +876,7 @@ impl Track {
         for sel in &self.selection {
             for st in strategies.iter().filter(|s| s.group != "ablation") {
                 let cell = |b: usize| {
-                    self.rows
-                        .iter()
-                        .find(|r| {
-                            r.strategy == st.name
-                                && r.split == Split::Test
-                                && r.budget == b
-                                && r.source == sel.source
-                        })
+                    self.row(&st.name, Split::Test, b, &sel.source)
                         .map_or("–".to_string(), |r| format!("{:.3}", r.recall_micro))
                 };
                 let _ = writeln!(
@@ -904,11 +897,7 @@ impl Track {
     fn far_markdown(&self, strategies: &[Strategy]) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let row = |st: &str, source: &str, b: usize| {
-            self.rows.iter().find(|r| {
-                r.strategy == st && r.split == Split::Test && r.budget == b && r.source == source
-            })
-        };
+        let row = |st: &str, source: &str, b: usize| self.row(st, Split::Test, b, source);
         let far = self
             .rows
             .iter()
@@ -1006,7 +995,7 @@ impl Track {
                 let points = BUDGETS
                     .iter()
                     .filter_map(|&b| {
-                        let r = self.row(&st.name, Split::Test, b)?;
+                        let r = self.row(&st.name, Split::Test, b, "all")?;
                         Some(((b / 1024) as f64, r.recall_micro))
                     })
                     .collect();
