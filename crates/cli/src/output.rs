@@ -8,17 +8,24 @@ use std::io::Write;
 
 /// Writes `args` (and a newline when `newline`) to stdout.
 pub fn write(args: Arguments<'_>, newline: bool) {
+    write_with(|out| {
+        out.write_fmt(args)?;
+        if newline {
+            out.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
+}
+
+/// Writes `bytes` to stdout, as [`write`] does.
+pub fn write_bytes(bytes: &[u8]) {
+    write_with(|out| out.write_all(bytes));
+}
+
+fn write_with(f: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>) {
     let mut out = std::io::stdout().lock();
-    let written = out
-        .write_fmt(args)
-        .and_then(|()| {
-            if newline {
-                out.write_all(b"\n")
-            } else {
-                Ok(())
-            }
-        })
-        .and_then(|()| out.flush());
+    let written = f(&mut out).and_then(|()| out.flush());
     if let Err(e) = written
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {

@@ -42,18 +42,17 @@ pub fn sql(
             std::io::read_to_string(std::io::stdin()).context("reading standard input")?
         }
     };
-    let mut first = true;
     ledger_pipeline::block_on(async {
         let session = ledger_pipeline::SqlSession::open(graph, limits).await?;
-        let mut print = |batches: Vec<_>| {
-            let text = ledger_pipeline::format_batches(&batches, format)?;
-            let gap = if std::mem::take(&mut first) { "" } else { "\n" };
-            outln!("{gap}{}", text.trim_end());
-            Ok(())
-        };
-        session.run_script(&text, &mut print).await
+        session.run_script(&text, format, &mut write_out).await
     })??;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a piece of a result to standard output.
+fn write_out(bytes: &[u8]) -> ledger_pipeline::StoreResult<()> {
+    crate::output::write_bytes(bytes);
+    Ok(())
 }
 
 /// The interactive shell: line editing and history (in `$XDG_STATE_HOME/ledger/sql_history`, else
@@ -111,12 +110,7 @@ fn shell(
             std::mem::take(&mut pending)
         };
         let _ = editor.add_history_entry(statement.trim());
-        let mut print = |batches: Vec<_>| {
-            let text = ledger_pipeline::format_batches(&batches, format)?;
-            outln!("{}", text.trim_end());
-            Ok(())
-        };
-        match ledger_pipeline::block_on(session.run_script(&statement, &mut print)) {
+        match ledger_pipeline::block_on(session.run_script(&statement, format, &mut write_out)) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!(
                 "error: {}",

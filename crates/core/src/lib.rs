@@ -335,6 +335,9 @@ pub struct Diagnostic {
     pub path: String,
     /// 1-based line; 0 when the whole file is meant.
     pub line: usize,
+    /// 1-based column, in characters; 0 when a whole line or file is meant.
+    #[serde(default)]
+    pub col: usize,
     /// How bad it is.
     pub severity: Severity,
     /// What happened.

@@ -17,13 +17,13 @@ use ledger_parse::encoding::Encoding;
 pub use plan::{
     Change, Checked, RenamePlan, Shadow, Sources, StructuralPlan, Written, check, parse_inputs,
     plan_relabel, plan_rename_term, plan_rename_terms, plan_structural, undo_last, undo_root,
-    write_checked,
+    unfinished_edit, write_checked,
 };
 pub use relabel::{anchor_links, relabel};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 pub use structure::{Op, UnitAt, find_unit, renumber, structural};
-pub use term::{Left, TermRename, read_terms, rename_term};
+pub use term::{Left, TermRename, plural, read_terms, rename_term, rename_terms};
 pub use verify::{Finding, FindingKind, verify};
 
 /// Errors of edits.
@@ -64,6 +64,15 @@ pub enum EditError {
     /// A file changed on disk since it was read.
     #[error("{0} changed on disk since it was read; nothing was written")]
     Changed(PathBuf),
+    /// An earlier edit of the same root died between writing two of its files (its undo record
+    /// is named): they are part old, part new until undone.
+    #[error(
+        "an earlier edit did not finish writing its files (undo record {}): `ledger undo {}` \
+         restores them; nothing was written",
+        .0.display(),
+        .0.parent().and_then(Path::parent).unwrap_or(.0).display()
+    )]
+    Unfinished(PathBuf),
     /// A terminology file is not a table of `"old term" = "new term"`.
     #[error("terms {path}: {message}")]
     Terms {
@@ -269,6 +278,9 @@ pub fn commit(
     prepare_undo_root(undo_root)?;
     // Another edit of this root commits whole before this one checks what it read.
     let _lock = lock_edits(undo_root)?;
+    if let Some(record) = unfinished_record(undo_root) {
+        return Err(EditError::Unfinished(record));
+    }
     let mut saved = Vec::with_capacity(changes.len());
     let mut bytes = Vec::with_capacity(changes.len());
     for (path, (old, new)) in changes {
@@ -304,13 +316,22 @@ pub fn commit(
     let record = undo_root.join(format!("{stamp}"));
     // The record is written aside and renamed into place: a crash leaves no record without
     // its content.
+    // It says it is being written until every file is: a crash between two files leaves a
+    // record that the next edit refuses to build on and that `verify` reports.
     let partial = undo_root.join(format!("{PARTIAL}{stamp}"));
-    std::fs::create_dir_all(&partial).map_err(io(&partial))?;
     let records: Vec<&Saved> = saved.iter().map(|(_, s)| s).collect();
     let json = serde_json::to_vec(&records).map_err(|e| EditError::Invalid(e.to_string()))?;
-    write_synced(&partial.join("record.json"), &json)?;
-    sync_dir(&partial)?;
-    std::fs::rename(&partial, &record).map_err(io(&record))?;
+    let written = std::fs::create_dir_all(&partial)
+        .map_err(io(&partial))
+        .and_then(|()| write_synced(&partial.join("record.json"), &json))
+        .and_then(|()| write_synced(&partial.join(WRITING), b""))
+        .and_then(|()| sync_dir(&partial))
+        .and_then(|()| std::fs::rename(&partial, &record).map_err(io(&record)));
+    if let Err(e) = written {
+        // A full disk, say: nothing of the record is left behind.
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(e);
+    }
     sync_dir(undo_root)?;
     // Every new text aside, synced; then the renames.
     let tmp = |p: &Path| {
@@ -343,7 +364,20 @@ pub fn commit(
             sync_dir(dir)?;
         }
     }
+    let marker = record.join(WRITING);
+    std::fs::remove_file(&marker).map_err(io(&marker))?;
+    sync_dir(&record)?;
     Ok(record)
+}
+
+/// The file in an undo record that says its edit is still being written.
+const WRITING: &str = "writing";
+
+/// An undo record under `undo_root` whose edit never finished writing its files (the process
+/// died between two of them): the files are part old, part new until `undo` restores them.
+pub fn unfinished_record(undo_root: &Path) -> Option<PathBuf> {
+    let record = last_record(undo_root)?;
+    record.join(WRITING).exists().then_some(record)
 }
 
 /// Takes the edit root's lock (`.ledger-undo/.lock`), waiting while another process holds it;

@@ -579,31 +579,10 @@ pub fn plan_rename_terms(
     include: &[RegionKind],
     keep_anchors: bool,
 ) -> Result<RenamePlan> {
-    if terms.is_empty() {
-        return Err(EditError::Invalid("no term to rename".into()));
-    }
-    // Every term's occurrences, the longest matches first; overlapping shorter ones dropped.
-    let mut found: Vec<Replacement> = Vec::new();
-    let mut left: Vec<crate::Left> = Vec::new();
-    for (old, new) in terms {
-        let f = crate::rename_term(&sources.docs, &sources.texts, old, new, include)?;
-        found.extend(f.replacements);
-        left.extend(f.left);
-    }
-    found.sort_by(|a, b| {
-        (&a.path, b.end - b.start, a.start).cmp(&(&b.path, a.end - a.start, b.start))
-    });
-    let mut taken: Vec<Replacement> = Vec::new();
-    for r in found {
-        let overlaps = taken
-            .iter()
-            .any(|t| t.path == r.path && t.start < r.end && r.start < t.end);
-        if !overlaps {
-            taken.push(r);
-        }
-    }
-    taken.sort();
-    left.sort();
+    let crate::TermRename {
+        replacements: taken,
+        left,
+    } = crate::rename_terms(&sources.docs, &sources.texts, terms, include)?;
     let mut edits = taken.clone();
     let first = crate::apply(&sources.texts, &edits)?;
     let moved = moved_anchors(sources, &Shadow::parse(sources, &first)?.docs)?;
@@ -635,23 +614,33 @@ pub fn plan_rename_terms(
         let mut texts = sources.texts.clone();
         texts.extend(edited.iter().map(|(p, t)| (p.clone(), t.clone())));
         let mut findings = repeat_findings(sources, &texts, &taken, &all_edits);
-        for (old, new) in terms {
-            // A new term that contains the old one ("index" → "package index") is found again.
-            if words(new).contains(&words(old)) {
-                continue;
-            }
-            match crate::rename_term(docs, &texts, old, new, include) {
-                Ok(again) => findings.extend(again.replacements.iter().map(|r| Finding {
-                    kind: FindingKind::Consistency,
-                    location: r.path.display().to_string(),
-                    message: format!("`{old}` is still there at byte {}", r.start),
-                })),
-                Err(e) => findings.push(Finding {
-                    kind: FindingKind::Consistency,
-                    location: String::new(),
-                    message: e.to_string(),
-                }),
-            }
+        // A new term that contains the old one ("index" → "package index") is found again.
+        let again: Vec<(String, String)> = terms
+            .iter()
+            .filter(|(old, new)| !words(new).contains(&words(old)))
+            .cloned()
+            .collect();
+        if again.is_empty() {
+            return findings;
+        }
+        match crate::rename_terms(docs, &texts, &again, include) {
+            Ok(found) => findings.extend(found.replacements.iter().map(|r| Finding {
+                kind: FindingKind::Consistency,
+                location: r.path.display().to_string(),
+                message: format!(
+                    "`{}` is still there at byte {}",
+                    texts
+                        .get(&r.path)
+                        .and_then(|t| t.get(r.start..r.end))
+                        .unwrap_or_default(),
+                    r.start
+                ),
+            })),
+            Err(e) => findings.push(Finding {
+                kind: FindingKind::Consistency,
+                location: String::new(),
+                message: e.to_string(),
+            }),
         }
         findings
     })?;
@@ -750,6 +739,12 @@ pub fn undo_last(path: &Path) -> Result<Vec<PathBuf>> {
     let restored = crate::undo(&record)?;
     remove_if_spent(&root);
     Ok(restored)
+}
+
+/// The undo record of an edit under `path` that died between writing two of its files (see
+/// [`crate::unfinished_record`]), looked for where [`undo_last`] looks.
+pub fn unfinished_edit(path: &Path) -> Option<PathBuf> {
+    crate::unfinished_record(&find_undo_root(path).ok()?)
 }
 
 /// The undo folder that holds the records for `path` (see [`undo_last`]).

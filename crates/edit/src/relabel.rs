@@ -351,7 +351,7 @@ pub fn anchor_links(
             // Inline `(file.md#old)`, else a reference link's definition `[label]: file.md#old`.
             let at = match span.rfind(&suffix) {
                 Some(k) => Some(m.start_byte + k),
-                None => reference_definition(text, span, &suffix),
+                None => reference_definition(text, m.start_byte, &suffix),
             };
             let Some(at) = at else {
                 return Err(EditError::Invalid(format!(
@@ -375,23 +375,9 @@ pub fn anchor_links(
     Ok(out)
 }
 
-/// Where `#anchor` (`suffix`) sits in the definition of the reference link `link`
-/// (`[text][label]`, `[text][]` or `[text]`): the byte of its `#`.
-fn reference_definition(text: &str, link: &str, suffix: &str) -> Option<usize> {
-    let inner = link.strip_prefix('[')?;
-    let (first, rest) = inner.split_once(']')?;
-    let label = match rest.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-        Some(l) if !l.is_empty() => l,
-        _ => first,
-    };
-    let definition = regex::Regex::new(&format!(
-        r"(?mi)^[ \t]{{0,3}}\[{}\]:[ \t]*<?(\S*?){}(?:>|\s|$)",
-        regex::escape(label)
-            .replace(r"\ ", r"\s+")
-            .replace(' ', r"\s+"),
-        regex::escape(suffix)
-    ))
-    .ok()?;
-    let c = definition.captures(text)?;
-    Some(c.get(1)?.end())
+/// Where `#anchor` (`suffix`) sits in the definition of the reference link that starts at byte
+/// `link` of `text`: the byte of its `#`.
+fn reference_definition(text: &str, link: usize, suffix: &str) -> Option<usize> {
+    let span = ledger_parse::reference_definition(text, link)?;
+    Some(span.start + text.get(span)?.rfind(suffix)?)
 }

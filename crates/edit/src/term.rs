@@ -2,10 +2,10 @@
 //! only unless other regions are asked for.
 
 use crate::{EditError, Replacement, Result};
+use aho_corasick::{AhoCorasick, MatchKind};
 use ledger_core::{Document, Format};
 use ledger_parse::regions::{RegionKind, regions};
-use regex::Regex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// A terminology file (`ledger rename-terms`): a TOML table of `"old term" = "new term"`, as
@@ -106,7 +106,7 @@ pub struct TermRename {
 
 /// The simple English plural of a term (of its last word): `-ies` after a consonant `y`,
 /// `-es` after `s`, `x`, `z`, `ch`, `sh`, else `-s`.
-pub(crate) fn plural(term: &str) -> String {
+pub fn plural(term: &str) -> String {
     let lower = term.to_lowercase();
     let consonant_y =
         lower.ends_with('y') && !lower[..lower.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
@@ -164,25 +164,132 @@ fn cased(words: &[&str], casing: Casing) -> Vec<String> {
     }
 }
 
-/// The casing of `found` (its words), if it is one of the known ones for `form`.
-fn casing_of(found: &[&str], form: &[&str]) -> Option<Casing> {
-    [
-        Casing::Given,
-        Casing::Lower,
-        Casing::Sentence,
-        Casing::Title,
-        Casing::Upper,
-    ]
-    .into_iter()
-    .find(|&c| cased(form, c) == found)
+/// The casing of `found` (its words), if it is one of the known ones for `form`, which it
+/// equals but for case.
+fn casing_of(found: &[&str], form: &[String]) -> Option<Casing> {
+    if found.len() != form.len() {
+        return None;
+    }
+    if found.iter().zip(form).all(|(a, b)| a == b) {
+        return Some(Casing::Given);
+    }
+    let has_upper = |w: &str| w.chars().any(char::is_uppercase);
+    let capitalised = |w: &str| {
+        let mut c = w.chars();
+        c.next().is_some_and(|first| !first.is_lowercase()) && !has_upper(c.as_str())
+    };
+    if !found.iter().any(|w| has_upper(w)) {
+        Some(Casing::Lower)
+    } else if capitalised(found[0]) && !found[1..].iter().any(|w| has_upper(w)) {
+        Some(Casing::Sentence)
+    } else if found.iter().all(|w| capitalised(w)) {
+        Some(Casing::Title)
+    } else if !found.iter().any(|w| w.chars().any(char::is_lowercase)) {
+        Some(Casing::Upper)
+    } else {
+        None
+    }
 }
 
-/// The replacements that rename term `old` to `new` in every file of `docs` (`texts` holds
-/// them as read): whole words only, in the casings as given, lower, UPPER, Sentence and Title
-/// case, singular and plural (the plural of `old` becomes the plural of `new`). Only regions of
-/// the kinds in `include` are searched ([`RegionKind::Prose`] is always); occurrences elsewhere,
-/// in another casing, or inside a name (`registry.toml`, `path/registry`) are listed in
-/// [`TermRename::left`].
+/// One term's forms: the old and new words, singular and plural.
+struct Forms {
+    singular: Vec<String>,
+    plural: Vec<String>,
+    new_singular: Vec<String>,
+    new_plural: Vec<String>,
+}
+
+impl Forms {
+    fn new(old: &str, new: &str) -> Result<Forms> {
+        let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let (singular, new_singular) = (words(old), words(new));
+        if singular.is_empty() || new_singular.is_empty() {
+            return Err(EditError::Invalid("the terms must not be empty".into()));
+        }
+        if singular
+            .iter()
+            .any(|w| !w.chars().any(char::is_alphanumeric))
+        {
+            return Err(EditError::Invalid(format!(
+                "`{old}` is not a term: every word needs a letter or digit"
+            )));
+        }
+        Ok(Forms {
+            plural: words(&plural(&singular.join(" "))),
+            new_plural: words(&plural(&new_singular.join(" "))),
+            singular,
+            new_singular,
+        })
+    }
+}
+
+/// Every term's forms in one automaton over case-folded text ([`fold`]), so that a file is
+/// read once whatever the number of terms.
+struct Matcher {
+    forms: Vec<Forms>,
+    automaton: AhoCorasick,
+    /// Per pattern, the forms it stands for: (term, plural). Terms may share a form.
+    owners: Vec<Vec<(usize, bool)>>,
+}
+
+impl Matcher {
+    fn new(terms: &[(String, String)]) -> Result<Matcher> {
+        let forms = terms
+            .iter()
+            .map(|(old, new)| Forms::new(old, new))
+            .collect::<Result<Vec<_>>>()?;
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut owners: Vec<Vec<(usize, bool)>> = Vec::new();
+        for (t, f) in forms.iter().enumerate() {
+            for (is_plural, words) in [(true, &f.plural), (false, &f.singular)] {
+                let pattern = fold(&words.join(" ")).0;
+                let k = *index.entry(pattern).or_insert_with(|| {
+                    owners.push(Vec::new());
+                    owners.len() - 1
+                });
+                owners[k].push((t, is_plural));
+            }
+        }
+        let mut patterns: Vec<(usize, String)> = index.into_iter().map(|(p, k)| (k, p)).collect();
+        patterns.sort();
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(patterns.iter().map(|(_, p)| p))
+            .map_err(|e| EditError::Invalid(format!("the terms: {e}")))?;
+        Ok(Matcher {
+            forms,
+            automaton,
+            owners,
+        })
+    }
+}
+
+/// `text` case-folded, each character to the first of its lower-case mapping ("İ" to "i"),
+/// each run of white space to one space; and for each byte of the result, the byte of `text`
+/// it came from (and one more entry: the end).
+fn fold(text: &str) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len() + 1);
+    let mut in_space = false;
+    for (i, c) in text.char_indices() {
+        let space = c.is_whitespace();
+        if space && in_space {
+            continue;
+        }
+        in_space = space;
+        let folded = if space {
+            ' '
+        } else {
+            c.to_lowercase().next().unwrap_or(c)
+        };
+        out.push(folded);
+        from.extend(std::iter::repeat_n(i, folded.len_utf8()));
+    }
+    from.push(text.len());
+    (out, from)
+}
+
+/// The replacements that rename term `old` to `new` ([`rename_terms`] with one term).
 pub fn rename_term(
     docs: &[Document],
     texts: &BTreeMap<PathBuf, String>,
@@ -190,44 +297,29 @@ pub fn rename_term(
     new: &str,
     include: &[RegionKind],
 ) -> Result<TermRename> {
-    let old_words: Vec<&str> = old.split_whitespace().collect();
-    let new_words: Vec<&str> = new.split_whitespace().collect();
-    if old_words.is_empty() || new_words.is_empty() {
-        return Err(EditError::Invalid("the terms must not be empty".into()));
+    rename_terms(docs, texts, &[(old.to_string(), new.to_string())], include)
+}
+
+/// The replacements that rename each term `old` to `new` of `terms` in every file of `docs`
+/// (`texts` holds them as read), all terms in one pass over each file: whole words only, in
+/// the casings as given, lower, UPPER, Sentence and Title case (compared as Unicode lower-cases
+/// them: "İstanbul" is "istanbul" in Sentence case), singular and plural (the plural of `old`
+/// becomes the plural of `new`). Where two terms match overlapping text the longer match wins
+/// ("registry index" before "registry"), then the term listed first. Only regions of the kinds
+/// in `include` are searched ([`RegionKind::Prose`] is always); occurrences elsewhere, in another
+/// casing, or inside a name (`registry.toml`, `path/registry`) are listed in
+/// [`TermRename::left`].
+pub fn rename_terms(
+    docs: &[Document],
+    texts: &BTreeMap<PathBuf, String>,
+    terms: &[(String, String)],
+    include: &[RegionKind],
+) -> Result<TermRename> {
+    if terms.is_empty() {
+        return Err(EditError::Invalid("no term to rename".into()));
     }
-    if old_words
-        .iter()
-        .any(|w| !w.chars().any(char::is_alphanumeric))
-    {
-        return Err(EditError::Invalid(format!(
-            "`{old}` is not a term: every word needs a letter or digit"
-        )));
-    }
-    let old_plural = plural(&old_words.join(" "));
-    let new_plural = plural(&new_words.join(" "));
-    let old_plural_words: Vec<&str> = old_plural.split_whitespace().collect();
-    let new_plural_words: Vec<&str> = new_plural.split_whitespace().collect();
-    let pattern = |words: &[&str]| {
-        words
-            .iter()
-            .map(|w| regex::escape(w))
-            .collect::<Vec<_>>()
-            .join(r"\s+")
-    };
-    // Plural first: `registries` must not stop at `registr…`; `\b` keeps whole words where the
-    // term begins or ends with a letter or digit (`c++`, `.NET`: checked below instead).
-    let boundary = |c: Option<char>| {
-        if c.is_some_and(is_word) { r"\b" } else { "" }
-    };
-    let lead = boundary(old.chars().next());
-    let any_case = Regex::new(&format!(
-        r"(?i){lead}(?:{}{}|{}{})",
-        pattern(&old_plural_words),
-        boundary(old_plural.chars().next_back()),
-        pattern(&old_words),
-        boundary(old.chars().next_back()),
-    ))
-    .map_err(|e| EditError::Invalid(e.to_string()))?;
+    let matcher = Matcher::new(terms)?;
+    let mut found: Vec<(Replacement, usize)> = Vec::new();
     let mut out = TermRename::default();
     let mut seen = std::collections::BTreeSet::new();
     for doc in docs {
@@ -244,112 +336,168 @@ pub fn rename_term(
                 .chain(text.match_indices('\n').map(|(i, _)| i + 1))
                 .collect();
             let line_of = |byte: usize| line_starts.partition_point(|&s| s <= byte);
+            // Per heading level: whether the file's headings of that level are title-cased.
+            let mut headings: BTreeMap<usize, bool> = BTreeMap::new();
             for region in regions(format, file, text, &doc.verbatim_envs) {
                 let searched = region.kind == RegionKind::Prose || include.contains(&region.kind);
-                let slice = &text[region.start..region.end];
-                for m in any_case.find_iter(slice) {
-                    let (start, end) = (region.start + m.start(), region.start + m.end());
-                    let found = m.as_str();
+                let (folded, from) = fold(&text[region.start..region.end]);
+                for m in matcher.automaton.find_overlapping_iter(&folded) {
+                    let start = region.start + from[m.start()];
+                    let end = region.start + from[m.end()];
                     if !whole_term(text, start, end) {
                         continue;
                     }
+                    let found_text = &text[start..end];
                     let left = |reason: &str| Left {
                         path: path.clone(),
                         line: line_of(start),
-                        text: found.to_string(),
+                        text: found_text.to_string(),
                         reason: reason.to_string(),
                     };
-                    if !searched {
-                        out.left.push(left(region.kind.as_str()));
-                        continue;
-                    }
-                    // `registry.toml`, `path/registry`, `registry/x`: part of a name.
-                    let before = text[..start].chars().next_back();
-                    let after: Vec<char> = text[end..].chars().take(2).collect();
-                    let in_name = matches!(before, Some('/' | '\\' | '.' | '-' | '@'))
-                        && text[..start]
-                            .chars()
-                            .nth_back(1)
-                            .is_some_and(char::is_alphanumeric)
-                        || matches!(after.first(), Some('/' | '@'))
-                        || matches!(after.as_slice(), ['.' | '-', c, ..] if c.is_alphanumeric());
-                    if in_name {
-                        out.left.push(left("part of a name"));
-                        continue;
-                    }
-                    let found_words: Vec<&str> = found.split_whitespace().collect();
-                    let separators: Vec<&str> = found
-                        .split(|c: char| !c.is_whitespace())
-                        .filter(|s| !s.is_empty())
-                        .collect();
-                    let (casing, target) = match casing_of(&found_words, &old_plural_words) {
-                        Some(c) => (Some(c), &new_plural_words),
-                        None => (casing_of(&found_words, &old_words), &new_words),
-                    };
-                    let Some(mut casing) = casing else {
-                        out.left.push(left("casing"));
-                        continue;
-                    };
-                    // One capitalised word: Title Case in a title-cased line ("Registry Index",
-                    // "### Multiple Policies in a Workspace"), else a sentence's first word.
-                    // A heading that is the one word: Title Case when the headings of its level
-                    // in the file are title-cased ("## Workspace" among "## Build Scripts").
-                    if casing == Casing::Sentence
-                        && found_words.len() == 1
-                        && (title_cased_line(text, start, end)
-                            || sibling_headings_title_cased(text, start))
-                    {
-                        casing = Casing::Title;
-                    }
-                    let words = cased(target, casing);
-                    // Keep the writer's line breaks when the word counts allow it.
-                    let replacement = if separators.len() + 1 == words.len() {
-                        let mut s = words[0].clone();
-                        for (sep, w) in separators.iter().zip(&words[1..]) {
-                            s.push_str(sep);
-                            s.push_str(w);
+                    for &(term, is_plural) in &matcher.owners[m.pattern().as_usize()] {
+                        if !searched {
+                            out.left.push(left(region.kind.as_str()));
+                            continue;
                         }
-                        s
-                    } else {
-                        words.join(" ")
-                    };
-                    // "a registry" → "an index": the article before the term follows the new one.
-                    let (start, replacement) = match article_before(text, start) {
-                        Some((at, article)) => match article_for(&words[0]) {
-                            Some(wanted) if wanted != article.to_lowercase() => {
-                                let fixed = if article.starts_with(['A']) {
-                                    capitalise(wanted)
-                                } else {
-                                    wanted.to_string()
-                                };
-                                let space = &text[at + article.len()..start];
-                                (at, format!("{fixed}{space}{replacement}"))
-                            }
-                            Some(_) => (start, replacement),
-                            None => {
-                                out.left.push(Left {
-                                    reason: "article not certain".into(),
-                                    ..left("article")
-                                });
-                                (start, replacement)
-                            }
-                        },
-                        None => (start, replacement),
-                    };
-                    out.replacements.push(Replacement {
-                        path: path.clone(),
-                        start,
-                        end,
-                        text: replacement,
-                        moved_from: None,
-                    });
+                        if in_name(text, start, end) {
+                            out.left.push(left("part of a name"));
+                            continue;
+                        }
+                        let forms = &matcher.forms[term];
+                        let (form, target) = if is_plural {
+                            (&forms.plural, &forms.new_plural)
+                        } else {
+                            (&forms.singular, &forms.new_singular)
+                        };
+                        let found_words: Vec<&str> = found_text.split_whitespace().collect();
+                        let Some(mut casing) = casing_of(&found_words, form) else {
+                            out.left.push(left("casing"));
+                            continue;
+                        };
+                        // One capitalised word: Title Case in a title-cased line ("Registry
+                        // Index", "### Multiple Policies in a Workspace"), else a sentence's
+                        // first word. A heading that is the one word: Title Case when the
+                        // headings of its level in the file are title-cased ("## Workspace"
+                        // among "## Build Scripts").
+                        if casing == Casing::Sentence
+                            && found_words.len() == 1
+                            && (title_cased_line(text, start, end)
+                                || heading_level(text, start).is_some_and(|level| {
+                                    *headings
+                                        .entry(level)
+                                        .or_insert_with(|| headings_title_cased(text, level))
+                                }))
+                        {
+                            casing = Casing::Title;
+                        }
+                        let (start, replacement, uncertain) =
+                            cased_replacement(text, start, found_text, target, casing);
+                        if uncertain {
+                            out.left.push(Left {
+                                reason: "article not certain".into(),
+                                ..left("article")
+                            });
+                        }
+                        found.push((
+                            Replacement {
+                                path: path.clone(),
+                                start,
+                                end,
+                                text: replacement,
+                                moved_from: None,
+                            },
+                            term,
+                        ));
+                    }
                 }
             }
         }
     }
-    out.replacements.sort();
+    out.replacements = longest_first(found);
     out.left.sort();
     Ok(out)
+}
+
+/// Whether `start..end` is part of a name: `registry.toml`, `path/registry`, `registry/x`.
+fn in_name(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let after: Vec<char> = text[end..].chars().take(2).collect();
+    matches!(before, Some('/' | '\\' | '.' | '-' | '@'))
+        && text[..start]
+            .chars()
+            .nth_back(1)
+            .is_some_and(char::is_alphanumeric)
+        || matches!(after.first(), Some('/' | '@'))
+        || matches!(after.as_slice(), ['.' | '-', c, ..] if c.is_alphanumeric())
+}
+
+/// The text that replaces `found` (at `start`): the `target` words in `casing`, keeping the
+/// writer's line breaks where the word counts allow; with the article before it ("a registry"
+/// → "an index") made to follow the new term, which moves the start. The last field says
+/// that an article is there that spelling does not settle.
+fn cased_replacement(
+    text: &str,
+    start: usize,
+    found: &str,
+    target: &[String],
+    casing: Casing,
+) -> (usize, String, bool) {
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
+    let words = cased(&target, casing);
+    let separators: Vec<&str> = found
+        .split(|c: char| !c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let replacement = if separators.len() + 1 == words.len() {
+        let mut s = words[0].clone();
+        for (sep, w) in separators.iter().zip(&words[1..]) {
+            s.push_str(sep);
+            s.push_str(w);
+        }
+        s
+    } else {
+        words.join(" ")
+    };
+    let Some((at, article)) = article_before(text, start) else {
+        return (start, replacement, false);
+    };
+    match article_for(&words[0]) {
+        Some(wanted) if wanted != article.to_lowercase() => {
+            let fixed = if article.starts_with(['A']) {
+                capitalise(wanted)
+            } else {
+                wanted.to_string()
+            };
+            let space = &text[at + article.len()..start];
+            (at, format!("{fixed}{space}{replacement}"), false)
+        }
+        Some(_) => (start, replacement, false),
+        None => (start, replacement, true),
+    }
+}
+
+/// Of overlapping replacements (each with its term's index), the longest, then the one of the
+/// term listed first; in file order.
+fn longest_first(mut found: Vec<(Replacement, usize)>) -> Vec<Replacement> {
+    found.sort_by(|(a, i), (b, j)| {
+        (&a.path, b.end - b.start, a.start, i).cmp(&(&b.path, a.end - a.start, b.start, j))
+    });
+    // Per file, the ranges taken: start -> end, disjoint.
+    let mut taken: HashMap<PathBuf, BTreeMap<usize, usize>> = HashMap::new();
+    let mut out = Vec::new();
+    for (r, _) in found {
+        let ranges = taken.entry(r.path.clone()).or_default();
+        let overlaps = ranges
+            .range(..r.end)
+            .next_back()
+            .is_some_and(|(_, &e)| r.start < e);
+        if !overlaps {
+            ranges.insert(r.start, r.end);
+            out.push(r);
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The indefinite article right before `start` ("a " or "an ", a whole word followed by one
@@ -481,8 +629,9 @@ fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// Whether `start..end` of `text` is a whole term where it begins or ends with a character that
-/// `\b` cannot bound: `c++` in "C++ code" but not in "c+++" or "c++17".
+/// Whether `start..end` of `text` is a whole term: no letter, digit or underscore right beside
+/// it, and where it begins or ends with another character, not that character either: `c++` in
+/// "C++ code" but not in "c+++" or "c++17", `registry` not in "subregistry".
 fn whole_term(text: &str, start: usize, end: usize) -> bool {
     let found = &text[start..end];
     let (Some(first), Some(last)) = (found.chars().next(), found.chars().next_back()) else {
@@ -491,26 +640,29 @@ fn whole_term(text: &str, start: usize, end: usize) -> bool {
     let before = text[..start].chars().next_back();
     let after = text[end..].chars().next();
     let free = |edge: char, outside: Option<char>| {
-        is_word(edge) || outside.is_none_or(|c| !is_word(c) && c != edge)
+        outside.is_none_or(|c| !is_word(c) && (is_word(edge) || c != edge))
     };
     free(first, before) && free(last, after)
 }
 
-/// Whether `start` is in a Markdown heading (`## …`) whose sibling headings (the same level, in
-/// the same file) are mostly title-cased: counted over those with a word of four letters or more
-/// after their first word.
-fn sibling_headings_title_cased(text: &str, start: usize) -> bool {
+/// The level of the Markdown heading (`## …`) whose line holds byte `start`, if it is one.
+fn heading_level(text: &str, start: usize) -> Option<usize> {
     let line_start = text[..start].rfind('\n').map_or(0, |k| k + 1);
-    let level = |line: &str| {
-        let hashes = line.chars().take_while(|&c| c == '#').count();
-        (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
-    };
-    let Some(own) = level(&text[line_start..]) else {
-        return false;
-    };
+    atx_level(&text[line_start..])
+}
+
+/// The level of an ATX heading line (`## Title`).
+fn atx_level(line: &str) -> Option<usize> {
+    let hashes = line.chars().take_while(|&c| c == '#').count();
+    (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
+}
+
+/// Whether the Markdown headings of `level` in `text` are mostly title-cased: counted over
+/// those with a word of four letters or more after their first word.
+fn headings_title_cased(text: &str, level: usize) -> bool {
     let (mut title, mut sentence) = (0, 0);
-    for line in text.lines().filter(|l| level(l) == Some(own)) {
-        let words: Vec<&str> = line[own..]
+    for line in text.lines().filter(|l| atx_level(l) == Some(level)) {
+        let words: Vec<&str> = line[level..]
             .split_whitespace()
             .skip(1)
             .filter(|w| w.chars().count() >= 4 && w.chars().all(char::is_alphabetic))
@@ -566,6 +718,8 @@ mod tests {
         assert!(!whole_term("c++17", 0, 3));
         assert!(whole_term(".NET apps", 0, 4));
         assert!(!whole_term("x.NET", 1, 5));
+        assert!(!whole_term("subregistry", 3, 11));
+        assert!(whole_term("a registry.", 2, 10));
         let t = "### Multiple Policies in a Workspace\n";
         let at = t.find("Workspace").expect("found");
         assert!(title_cased_line(t, at, at + 9));
@@ -578,11 +732,11 @@ mod tests {
         let t =
             "# Guide\n\n## Build Scripts Explained\n\n## Workspace\n\n## Publishing Your Crates\n";
         let at = t.find("Workspace").expect("found");
-        assert!(sibling_headings_title_cased(t, at));
+        assert_eq!(heading_level(t, at), Some(2));
+        assert!(headings_title_cased(t, 2));
         let t = "# Glossary\n\n## Feature flags\n\n## Workspace\n\n## Package registry\n";
-        let at = t.find("Workspace").expect("found");
-        assert!(!sibling_headings_title_cased(t, at));
-        assert!(!sibling_headings_title_cased("Some Workspace Text", 5));
+        assert!(!headings_title_cased(t, 2));
+        assert_eq!(heading_level("Some Workspace Text", 5), None);
     }
 
     #[test]
@@ -629,7 +783,7 @@ mod tests {
         assert_eq!(plural("key"), "keys");
         assert_eq!(plural("box"), "boxes");
         assert_eq!(plural("dependency graph"), "dependency graphs");
-        let form = ["package", "index"];
+        let form = ["package".to_string(), "index".to_string()];
         assert_eq!(casing_of(&["Package", "Index"], &form), Some(Casing::Title));
         assert_eq!(
             casing_of(&["Package", "index"], &form),

@@ -267,26 +267,30 @@ impl Builder {
     fn line_col(&mut self, file: usize, byte: usize) -> (usize, usize) {
         let text = &self.texts[file];
         let (line, at) = line_of(text, &self.line_starts[file], byte);
+        // Counted from the last column asked for on the same line, either way: diagnostics of a
+        // long line may come last first.
         let col = match self.last_col[file] {
             Some((l, b, c)) if l == line && b <= at => c + text[b..at].chars().count(),
+            Some((l, b, c)) if l == line => c - text[at..b].chars().count(),
             _ => text[self.line_starts[file][line - 1]..at].chars().count() + 1,
         };
         self.last_col[file] = Some((line, at, col));
         (line, col)
     }
 
-    /// A diagnostic at `byte` of `file`, located by its line.
+    /// A diagnostic at `byte` of `file`, located by its line and column.
     pub fn diag(&mut self, file: usize, byte: usize, severity: Severity, message: String) {
-        let (path, line) = match self.texts.get(file) {
-            Some(text) => (
-                self.doc.files[file].clone(),
-                line_of(text, &self.line_starts[file], byte).0,
-            ),
-            None => (self.doc.path.clone(), 0),
+        let (path, line, col) = match self.texts.get(file) {
+            Some(_) => {
+                let (line, col) = self.line_col(file, byte);
+                (self.doc.files[file].clone(), line, col)
+            }
+            None => (self.doc.path.clone(), 0, 0),
         };
         self.doc.diagnostics.push(Diagnostic {
             path,
             line,
+            col,
             severity,
             message,
         });

@@ -32,6 +32,9 @@ enum VerbatimKind {
     Comment,
 }
 
+/// Unclosed braces whose place is kept: a warning names the outermost.
+const MAX_OPEN_BRACES: usize = 4096;
+
 /// Where an environment begun before `from` and never closed ends: at the start of the line of
 /// the next sectioning command of level `level` or higher (`\part` -1 … `\subsubsection` 3),
 /// or of `\end{document}`, else at the end of `text`.
@@ -263,6 +266,7 @@ pub(crate) fn parse(
             p.b.doc.diagnostics.push(ledger_core::Diagnostic {
                 path: main.display().to_string(),
                 line: 0,
+                col: 0,
                 severity: Severity::Error,
                 message: e,
             });
@@ -312,6 +316,11 @@ struct Latex {
     numbered_chapters: bool,
     /// Brace depth in the current file (math lines count `\\` only at their own depth).
     depth: i32,
+    /// The braces the scanner opened and has not seen closed, outermost first, as (file, byte):
+    /// the first [`MAX_OPEN_BRACES`] of them, the rest only counted.
+    open_braces: Vec<(usize, usize)>,
+    /// Open braces beyond those kept.
+    open_braces_beyond: usize,
     /// The files being read, outermost first: an `\input` of one of them is a cycle.
     include_stack: Vec<PathBuf>,
     /// `\bibliography`/`\addbibresource` files, read after the scan for entries.
@@ -392,6 +401,8 @@ impl Latex {
             done: false,
             numbered_chapters: true,
             depth: 0,
+            open_braces: vec![],
+            open_braces_beyond: 0,
             include_stack: vec![],
             bib_files: vec![],
             skipped: vec![],
@@ -432,11 +443,21 @@ impl Latex {
                 b'\\' => i = self.command(file, &text, i),
                 b'{' => {
                     self.depth += 1;
+                    if self.open_braces.len() < MAX_OPEN_BRACES {
+                        self.open_braces.push((file, i));
+                    } else {
+                        self.open_braces_beyond += 1;
+                    }
                     self.mark_text(file, i);
                     i += 1;
                 }
                 b'}' => {
                     self.depth -= 1;
+                    if self.open_braces_beyond > 0 {
+                        self.open_braces_beyond -= 1;
+                    } else {
+                        self.open_braces.pop();
+                    }
                     i += 1;
                 }
                 b'\n' => {
@@ -2490,6 +2511,19 @@ impl Latex {
     /// of their file, bibliographies are read.
     fn finish_scan(&mut self) {
         self.close_paragraph();
+        if let Some(&(file, at)) = self.open_braces.first() {
+            let open = self.open_braces.len() + self.open_braces_beyond;
+            let others = match open - 1 {
+                0 => String::new(),
+                n => format!(" ({n} more opened after it are not closed either)"),
+            };
+            self.b.diag(
+                file,
+                at,
+                Severity::Warning,
+                format!("this `{{` is never closed{others}"),
+            );
+        }
         for env in std::mem::take(&mut self.envs) {
             if env.name != "document" {
                 self.b.diag(

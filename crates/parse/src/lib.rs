@@ -27,7 +27,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-pub use markdown::heading_slug;
+pub use markdown::{heading_slug, reference_definition};
 
 pub use paths::OUTSIDE_ROOT;
 pub use resolve::{CorpusIndex, resolve_corpus};
@@ -61,6 +61,7 @@ pub fn parse(source: &Source, tokenizer: Option<&Tokenizer>) -> Document {
         doc.diagnostics.push(Diagnostic {
             path: source.path.display().to_string(),
             line: 1,
+            col: 0,
             severity: Severity::Info,
             message: "empty document".into(),
         });
@@ -136,6 +137,7 @@ pub fn discover_excluding(
                 None => diags.push(Diagnostic {
                     path: input.display().to_string(),
                     line: 0,
+                    col: 0,
                     severity: Severity::Error,
                     message: "not a LaTeX (.tex) or Markdown (.md) file; not indexed".into(),
                 }),
@@ -146,6 +148,7 @@ pub fn discover_excluding(
             diags.push(Diagnostic {
                 path: input.display().to_string(),
                 line: 0,
+                col: 0,
                 severity: Severity::Error,
                 message: "no such file or folder".into(),
             });
@@ -199,6 +202,7 @@ fn discover_dir(
             diags.push(Diagnostic {
                 path: format!("--exclude {glob}"),
                 line: 0,
+                col: 0,
                 severity: Severity::Error,
                 message: format!("not a glob: {e}"),
             });
@@ -211,6 +215,7 @@ fn discover_dir(
             diags.push(Diagnostic {
                 path: "--exclude".into(),
                 line: 0,
+                col: 0,
                 severity: Severity::Error,
                 message: format!("not a glob: {e}"),
             });
@@ -245,6 +250,7 @@ fn discover_dir(
                 diags.push(Diagnostic {
                     path: e.path().display().to_string(),
                     line: 0,
+                    col: 0,
                     severity: Severity::Warning,
                     message: "a symbolic link: not followed, not indexed (name its target instead)"
                         .into(),
@@ -255,12 +261,14 @@ fn discover_dir(
             Err(e) if e.is_partial() => diags.push(Diagnostic {
                 path: dir.display().to_string(),
                 line: 0,
+                col: 0,
                 severity: Severity::Warning,
                 message: format!("ignore file: {e}"),
             }),
             Err(e) => diags.push(Diagnostic {
                 path: dir.display().to_string(),
                 line: 0,
+                col: 0,
                 severity: Severity::Error,
                 message: format!("cannot walk: {e}"),
             }),

@@ -63,6 +63,7 @@ pub(crate) fn parse_file(
         Err(e) => b.doc.diagnostics.push(ledger_core::Diagnostic {
             path: path.display().to_string(),
             line: 0,
+            col: 0,
             severity: Severity::Error,
             message: e,
         }),
@@ -152,6 +153,7 @@ pub(crate) fn parse_book(
                 b.doc.diagnostics.push(ledger_core::Diagnostic {
                     path: ch.path.display().to_string(),
                     line: 0,
+                    col: 0,
                     severity: Severity::Error,
                     message: e,
                 });
@@ -711,6 +713,24 @@ fn link_key(dest: &str, current: &str, book: bool) -> Option<TargetKey> {
         file: joined,
         anchor: anchor.to_string(),
     })
+}
+
+/// The byte range of the definition (`[label]: dest`) that the reference link starting at byte
+/// `link` of `text` uses (`[text][label]`, `[text][]`, `[text]`), its label matched as
+/// CommonMark matches labels: the Markdown parser's own reference definitions, so that a link
+/// text holding code or brackets (`` [`[[test]]` table][t] ``) is read as a reader reads it.
+pub fn reference_definition(text: &str, link: usize) -> Option<Range<usize>> {
+    use pulldown_cmark::LinkType;
+    let mut events = Parser::new_ext(text, options()).into_offset_iter();
+    let id = events.by_ref().find_map(|(event, range)| match event {
+        Event::Start(Tag::Link {
+            link_type: LinkType::Reference | LinkType::Collapsed | LinkType::Shortcut,
+            id,
+            ..
+        }) if range.start == link => Some(id),
+        _ => None,
+    })?;
+    Some(events.reference_definitions().get(&id)?.span.clone())
 }
 
 /// The anchor mdBook and GitHub give a heading: lower case, spaces to `-`, punctuation dropped.

@@ -35,7 +35,7 @@ pub use ledger_edit as edit;
 pub use ledger_embed::minilm;
 pub use ledger_parse::regions::RegionKind;
 pub use ledger_store::{
-    OutputFormat, SqlLimits, SqlSession, format_batches, machine_memory, read_embeddings,
+    OutputFormat, Result as StoreResult, SqlLimits, SqlSession, machine_memory, read_embeddings,
 };
 
 /// Errors of the pipeline.

@@ -34,7 +34,7 @@ impl Level {
 }
 
 /// The rules of `ledger verify`, with what each finds.
-pub const RULES: [(&str, &str); 4] = [
+pub const RULES: [(&str, &str); 5] = [
     (
         "broken-reference",
         "A reference names no unit: no such label, number, anchor or file.",
@@ -50,6 +50,10 @@ pub const RULES: [(&str, &str); 4] = [
     (
         "source-warning",
         "Something in a source was skipped or guessed: a missing included file, an unclosed environment.",
+    ),
+    (
+        "unfinished-edit",
+        "An edit stopped between writing two of its files: they are part old, part new until `ledger undo`.",
     ),
 ];
 
@@ -307,7 +311,7 @@ pub fn verify(
     let diagnostic = |d: &Diagnostic| Finding {
         path: d.path.clone(),
         line: d.line,
-        col: 1,
+        col: d.col.max(1),
         rule: if d.severity == Severity::Error {
             "unreadable-document"
         } else {
@@ -372,6 +376,26 @@ pub fn verify(
         );
     }
     findings.extend(corpus.diagnostics.iter().map(diagnostic));
+    let unfinished: std::collections::BTreeSet<PathBuf> = paths
+        .iter()
+        .filter_map(|p| ledger_edit::unfinished_edit(p))
+        .collect();
+    findings.extend(unfinished.into_iter().map(|record| Finding {
+        path: record.display().to_string(),
+        line: 0,
+        col: 1,
+        rule: "unfinished-edit",
+        level: Level::Warning,
+        message: format!(
+            "an edit stopped between writing two of its files: they are part old, part new; \
+             `ledger undo {}` restores them",
+            record
+                .parent()
+                .and_then(Path::parent)
+                .unwrap_or(&record)
+                .display()
+        ),
+    }));
     let mut suppress = Suppressions::default();
     let before = findings.len();
     findings.retain(|f| !suppress.ignores(f) && !baseline.contains(&f.baseline_key()));

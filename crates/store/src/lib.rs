@@ -27,7 +27,7 @@ pub use lock::GraphLock;
 pub use parts::{PartHead, PartStore};
 pub use read::{Parsed, read_edges, read_embeddings, read_judgments, read_parsed, read_units};
 pub use schema::{SCHEMA_VERSION, TABLES};
-pub use sql::{OutputFormat, SqlSession, format_batches};
+pub use sql::{OutputFormat, SqlSession};
 pub use sql_limits::{Limit, SqlLimits, human_bytes, machine_memory};
 pub use write::{
     EmbeddingModel, GraphWriter, Manifest, RunInfo, ends_segment, now_rfc3339, rfc3339, write_graph,

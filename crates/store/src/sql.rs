@@ -2,13 +2,14 @@
 
 use crate::schema::TABLES;
 use crate::sql_limits::{
-    Bounded, Limit, LimitRecursion, MULTIPLYING, SqlLimits, limit_of, memory_pool,
+    BoundStringConcat, Bounded, Growth, Limit, LimitRecursion, MULTIPLYING, SqlLimits,
+    StringConcat, limit_of, memory_pool,
 };
 use crate::{Result, StoreError};
 use arrow::array::RecordBatch;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SQLOptions;
-use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
@@ -76,8 +77,9 @@ impl SqlSession {
     /// Opens the current version of the graph at `graph`.
     pub async fn open(graph: &Path, limits: SqlLimits) -> Result<Self> {
         let dir = crate::current_version(graph)?;
+        let pool = memory_pool(&limits);
         let runtime = RuntimeEnvBuilder::new()
-            .with_memory_pool(memory_pool(&limits))
+            .with_memory_pool(Arc::clone(&pool))
             .build_arc()?;
         // `information_schema` makes `SHOW TABLES` and `SHOW COLUMNS FROM t` work. A sort keeps
         // back memory to merge what it spilled: DataFusion's 10 MB per partition would leave no
@@ -94,13 +96,26 @@ impl SqlSession {
             .with_physical_optimizer_rule(Arc::new(LimitRecursion(limits.recursion)))
             .build();
         let ctx = SessionContext::new_with_state(state);
+        let bound = |inner: ScalarUDF, growth| {
+            ScalarUDF::new_from_impl(Bounded::new(
+                inner,
+                growth,
+                limits.memory,
+                Arc::clone(&pool),
+            ))
+        };
         for (name, growth) in MULTIPLYING {
             let inner = ctx.state().scalar_functions().get(name).cloned();
             if let Some(inner) = inner {
-                let bounded = Bounded::new(inner.as_ref().clone(), growth, limits.memory);
-                ctx.register_udf(ScalarUDF::new_from_impl(bounded));
+                ctx.register_udf(bound(inner.as_ref().clone(), growth));
             }
         }
+        ctx.add_optimizer_rule(Arc::new(BoundStringConcat {
+            bounded: Arc::new(bound(
+                ScalarUDF::new_from_impl(StringConcat::new()),
+                Growth::Sum,
+            )),
+        }));
         for table in TABLES {
             // A folder of Parquet files (the trailing `/` makes it one for DataFusion).
             let path = dir.join(table);
@@ -129,33 +144,93 @@ impl SqlSession {
         .await
     }
 
-    /// Runs a query and prints its result in `format`.
-    pub async fn query_formatted(&self, sql: &str, format: OutputFormat) -> Result<String> {
-        let batches = self.query(sql).await?;
-        format_batches(&batches, format)
-    }
-
     /// Runs every statement of `script` (separated by `;`) in order, each refused or run as
-    /// [`SqlSession::query`] does, and hands each result to `each` as soon as it is there: what
-    /// finished is out before a later statement fails (its planning, a limit). Nothing runs when
-    /// one does not parse.
+    /// [`SqlSession::query`] does, and writes each result in `format` to `out` as soon as it is
+    /// there, a blank line between two: what finished is out before a later statement fails
+    /// (its planning, a limit). CSV and JSON are written batch by batch, in bounded memory; a
+    /// table is printed once its rows are in, its rows and their printed form both counted
+    /// against the memory limit. Nothing runs when a statement does not parse.
     pub async fn run_script(
         &self,
         script: &str,
-        each: &mut (dyn FnMut(Vec<RecordBatch>) -> Result<()> + Send),
+        format: OutputFormat,
+        out: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
     ) -> Result<()> {
         let dialect = datafusion::sql::sqlparser::dialect::GenericDialect {};
         let statements =
             datafusion::sql::parser::DFParser::parse_sql_with_dialect(script, &dialect)
                 .map_err(StoreError::Sql)?;
-        for statement in statements {
-            let result = self.within_limits(async {
+        for (k, statement) in statements.into_iter().enumerate() {
+            // The blank line before a result, once it has one.
+            let mut gap = k > 0;
+            let mut after_gap = |bytes: &[u8]| {
+                if std::mem::take(&mut gap) {
+                    out(b"\n")?;
+                }
+                out(bytes)
+            };
+            self.within_limits(async {
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
                 read_only().verify_plan(&plan)?;
-                self.collect(self.ctx.execute_logical_plan(plan).await?)
-                    .await
-            });
-            each(result.await?)?;
+                let df = self.ctx.execute_logical_plan(plan).await?;
+                self.write_result(df, format, &mut after_gap).await
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Writes a query's result in `format` to `out` (see [`SqlSession::run_script`]), ending
+    /// with a newline.
+    async fn write_result(
+        &self,
+        df: datafusion::dataframe::DataFrame,
+        format: OutputFormat,
+        out: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
+    ) -> Result<()> {
+        use futures::StreamExt;
+        if format == OutputFormat::Table {
+            let (batches, reservation) = self.collect_reserved(df).await?;
+            reservation.try_grow(printed_size(&batches)?)?;
+            let table = arrow::util::pretty::pretty_format_batches(&batches)?.to_string();
+            return out(format!("{table}\n").as_bytes());
+        }
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let mut stream = df.execute_stream().await?;
+        let mut sink = Forward {
+            out,
+            written: 0,
+            last: 0,
+        };
+        if format == OutputFormat::Csv {
+            let mut w = arrow::csv::WriterBuilder::new()
+                .with_header(true)
+                .build(&mut sink);
+            let mut any = false;
+            while let Some(batch) = stream.next().await {
+                w.write(&nested_as_text(&batch?)?)?;
+                any = true;
+            }
+            if !any {
+                // The header all the same.
+                w.write(&RecordBatch::new_empty(schema))?;
+            }
+        } else {
+            // Null values keep their keys: every object has every column.
+            let mut w = arrow::json::WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build::<_, arrow::json::writer::JsonArray>(&mut sink);
+            while let Some(batch) = stream.next().await {
+                w.write(&batch?)?;
+            }
+            w.finish()?;
+        }
+        if sink.written == 0 {
+            (sink.out)(b"[]")?;
+            sink.last = b']';
+        }
+        if sink.last != b'\n' {
+            (sink.out)(b"\n")?;
         }
         Ok(())
     }
@@ -180,6 +255,15 @@ impl SqlSession {
     /// A query's result, counted against the memory limit as it arrives; an empty one keeps its
     /// columns, so that a header is printed all the same.
     async fn collect(&self, df: datafusion::dataframe::DataFrame) -> Result<Vec<RecordBatch>> {
+        Ok(self.collect_reserved(df).await?.0)
+    }
+
+    /// [`SqlSession::collect`], with the reservation that counts the result (it is freed when
+    /// dropped).
+    async fn collect_reserved(
+        &self,
+        df: datafusion::dataframe::DataFrame,
+    ) -> Result<(Vec<RecordBatch>, MemoryReservation)> {
         use futures::StreamExt;
         let schema = Arc::new(df.schema().as_arrow().clone());
         let pool = Arc::clone(&self.ctx.runtime_env().memory_pool);
@@ -192,9 +276,77 @@ impl SqlSession {
             batches.push(batch);
         }
         if batches.iter().all(|b| b.num_rows() == 0) {
-            return Ok(vec![RecordBatch::new_empty(schema)]);
+            return Ok((vec![RecordBatch::new_empty(schema)], reservation));
         }
-        Ok(batches)
+        Ok((batches, reservation))
+    }
+}
+
+/// Bytes handed to a caller's writer as they are written, with how many there were and the
+/// last one.
+struct Forward<'a> {
+    out: &'a mut (dyn FnMut(&[u8]) -> Result<()> + Send),
+    written: usize,
+    last: u8,
+}
+
+impl std::io::Write for Forward<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(&last) = buf.last() {
+            (self.out)(buf).map_err(std::io::Error::other)?;
+            self.written += buf.len();
+            self.last = last;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What printing `batches` as a table takes, at the least: every row padded to the widest
+/// value of each column, and a string per cell while the table is built.
+fn printed_size(batches: &[RecordBatch]) -> Result<usize> {
+    /// A cell's own bookkeeping in the table builder, beside its text.
+    const PER_CELL: usize = 64;
+    let Some(first) = batches.first() else {
+        return Ok(0);
+    };
+    let schema = first.schema();
+    let options = arrow::util::display::FormatOptions::default();
+    let mut widths: Vec<usize> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().chars().count())
+        .collect();
+    let mut rows = 0;
+    let mut text = 0;
+    for batch in batches {
+        rows += batch.num_rows();
+        for (c, column) in batch.columns().iter().enumerate() {
+            let formatter = arrow::util::display::ArrayFormatter::try_new(column, &options)?;
+            for i in 0..column.len() {
+                let mut count = CharCount(0);
+                // A value that cannot be shown counts as far as it got.
+                let _ =
+                    std::fmt::Write::write_fmt(&mut count, format_args!("{}", formatter.value(i)));
+                widths[c] = widths[c].max(count.0);
+                text += count.0;
+            }
+        }
+    }
+    let line = widths.iter().map(|w| w + 3).sum::<usize>() + 2;
+    Ok((rows + 4) * line + text + rows * widths.len() * PER_CELL)
+}
+
+/// Counts the characters written to it.
+struct CharCount(usize);
+
+impl std::fmt::Write for CharCount {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.chars().count();
+        Ok(())
     }
 }
 
@@ -238,39 +390,4 @@ fn nested_as_text(batch: &RecordBatch) -> Result<RecordBatch> {
         std::sync::Arc::new(Schema::new(fields)),
         columns,
     )?)
-}
-
-/// Renders batches as a table, CSV or JSON.
-pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<String> {
-    match format {
-        OutputFormat::Table => Ok(arrow::util::pretty::pretty_format_batches(batches)?.to_string()),
-        OutputFormat::Csv => {
-            let mut buf = Vec::new();
-            {
-                let mut w = arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(&mut buf);
-                for b in batches {
-                    w.write(&nested_as_text(b)?)?;
-                }
-            }
-            Ok(String::from_utf8_lossy(&buf).into_owned())
-        }
-        OutputFormat::Json => {
-            let mut buf = Vec::new();
-            {
-                // Null values keep their keys: every object has every column.
-                let mut w = arrow::json::WriterBuilder::new()
-                    .with_explicit_nulls(true)
-                    .build::<_, arrow::json::writer::JsonArray>(&mut buf);
-                let refs: Vec<&RecordBatch> = batches.iter().collect();
-                w.write_batches(&refs)?;
-                w.finish()?;
-            }
-            if buf.is_empty() {
-                buf.extend_from_slice(b"[]");
-            }
-            Ok(String::from_utf8_lossy(&buf).into_owned())
-        }
-    }
 }

@@ -312,6 +312,21 @@ fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
         "{changed} files changed before the crash"
     );
     assert_old_or_relabelled(&crashed, &original, "after the crash");
+    // The unfinished edit is reported, and no edit builds on the half-written files.
+    let o = ledger(&["verify", p]);
+    let said =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("an edit stopped between writing two of its files")
+            && said.contains(&format!("`ledger undo {p}`")),
+        "{said}"
+    );
+    let o = ledger(&["relabel", "fig:flow", "fig:flowchart", p]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("an earlier edit did not finish"), "{err}");
+    assert_eq!(texts(&paper), crashed);
+    // One undo restores every file.
     let o = ledger(&["undo", p]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(texts(&paper), original);
@@ -321,4 +336,46 @@ fn a_crash_between_files_leaves_each_file_old_or_new_and_undo_restores() {
         .filter(|e| e.file_name().to_string_lossy().contains(".ledger-tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn an_undo_record_that_cannot_be_written_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let guide = dir.path().join("guide");
+    std::fs::create_dir_all(&guide).expect("mkdir");
+    let paragraph = "The registry keeps every crate. ".repeat(30);
+    for name in ["a.md", "b.md"] {
+        let text = format!("# {name}\n\n{}\n", format!("{paragraph}\n\n").repeat(30));
+        std::fs::write(guide.join(name), text).expect("write");
+    }
+    let read = || ["a.md", "b.md"].map(|n| std::fs::read_to_string(guide.join(n)).expect("read"));
+    let before = read();
+    // Files of at most 64 KiB, as on a disk that is full: each file fits (the shadow copy the
+    // edit is verified on), the undo record of both does not. SIGXFSZ is ignored so that the
+    // write fails with an error instead of killing the process.
+    let g = guide.to_str().expect("utf8");
+    let o = Command::new("bash")
+        .args([
+            "-c",
+            "trap '' XFSZ; exec prlimit --fsize=65536 -- \"$@\"",
+            "ledger",
+        ])
+        .arg(env!("CARGO_BIN_EXE_ledger"))
+        .args(["rename-term", "registry", "index", g])
+        .env_remove("LEDGER_CONFIG")
+        .output()
+        .expect("prlimit runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("record.json"), "{err}");
+    assert_eq!(read(), before);
+    let records: Vec<String> = std::fs::read_dir(guide.join(".ledger-undo"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != ".lock" && n != ".gitignore")
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(records.is_empty(), "left behind: {records:?}");
 }

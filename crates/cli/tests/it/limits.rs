@@ -322,3 +322,95 @@ fn a_project_file_cannot_ask_for_more_than_the_machine_has() {
     );
     assert!(err.contains("related.k = 1000000"), "{err}");
 }
+
+/// `ledger sql` on `graph` run under GNU time: its output, and its peak resident memory in
+/// bytes.
+fn sql_peak(graph: &Path, args: &[&str], statement: &str) -> (Output, usize) {
+    let o = Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib=%M", "--", env!("CARGO_BIN_EXE_ledger")])
+        .args(["sql", "--graph", graph.to_str().expect("utf8")])
+        .args(args)
+        .arg(statement)
+        .env_remove("LEDGER_CONFIG")
+        .output()
+        .expect("GNU time runs (the `time` package)");
+    let err = stderr(&o);
+    let kib: usize = err
+        .rsplit("peak-rss-kib=")
+        .next()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {err}"));
+    (o, kib * 1024)
+}
+
+#[test]
+fn sql_results_and_doubled_strings_stay_near_the_memory_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graph = dir.path().join("graph");
+    index_into(
+        &root().join("datasets/paper-carleson-lean"),
+        &graph,
+        &["--no-related"],
+    );
+    const LIMIT: usize = 16 << 20;
+    let (_, base) = sql_peak(&graph, &[], "SELECT 1");
+    let near = |peak: usize, what: &str| {
+        assert!(
+            peak <= base + 2 * LIMIT,
+            "{what}: {} MiB at the peak, {} MiB for SELECT 1, a limit of 16 MiB",
+            peak >> 20,
+            base >> 20
+        );
+    };
+    // Every unit's text beside every unit: about 40 MB. As a table (printed once its rows are
+    // in, each padded to the widest) it stops at the limit; as CSV and JSON it streams out
+    // whole in bounded memory.
+    let cross = "SELECT a.text FROM units a, units b";
+    let (o, peak) = sql_peak(&graph, &["--memory-limit", "16MiB"], cross);
+    stopped_at(&o, "the SQL memory limit of 16 MiB");
+    near(peak, "a table");
+    // A result of a few kilobytes whose table is 100 MB: one wide value pads every row.
+    let padded = "SELECT CASE WHEN value = 1 THEN repeat('x', 5000) ELSE 'y' END AS c \
+                  FROM generate_series(1, 20000)";
+    let (o, peak) = sql_peak(&graph, &["--memory-limit", "16MiB"], padded);
+    stopped_at(&o, "the SQL memory limit of 16 MiB");
+    near(peak, "a padded table");
+    let (o, _) = sql_peak(
+        &graph,
+        &["--memory-limit", "16MiB", "--format", "csv"],
+        padded,
+    );
+    assert_eq!(o.stdout.len(), 2 + 5001 + 2 * 19999, "{}", stderr(&o));
+    for format in ["csv", "json"] {
+        let (o, peak) = sql_peak(
+            &graph,
+            &["--memory-limit", "16MiB", "--format", format],
+            cross,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            o.stdout.len() > 2 * LIMIT,
+            "{format}: {} bytes",
+            o.stdout.len()
+        );
+        near(peak, format);
+    }
+    // A recursive CTE that doubles a string at each step (`||` and `concat`) stops at the limit
+    // before it has the memory several times over.
+    for double in ["s || s", "concat(s, s)"] {
+        let doubling = format!(
+            "WITH RECURSIVE t(s, n) AS (SELECT 'ab', 1 UNION ALL SELECT {double}, n + 1 FROM t \
+             WHERE n < 40) SELECT max(length(s)) FROM t"
+        );
+        let (o, peak) = sql_peak(&graph, &["--memory-limit", "16MiB"], &doubling);
+        stopped_at(&o, "the SQL memory limit of 16 MiB");
+        near(peak, double);
+    }
+    // Under the limit `||` gives what it always gave, nulls included.
+    let o = sql(
+        &graph,
+        &["--format", "csv"],
+        "SELECT 'a' || 'b' AS x, 'a' || NULL AS y, max(length(text || text)) = 2 * max(length(text)) AS z FROM units",
+    );
+    assert_eq!(stdout(&o), "x,y,z\nab,,true\n", "{}", stderr(&o));
+}

@@ -577,3 +577,109 @@ fn a_terms_file_whose_renames_feed_each_other_is_refused_naming_them() {
     let fine = read("cask = \"Barrel\"\nbarrel = \"Barrel\"\n").expect("no cycle");
     assert_eq!(fine.len(), 2);
 }
+
+/// Distinct lower-case words of six letters or more in the cargo book's prose, in order of
+/// first use, none the plural of another (their renames would overlap).
+fn cargo_book_words(texts: &BTreeMap<PathBuf, String>) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut words = Vec::new();
+    for text in texts.values() {
+        for w in text.split(|c: char| !c.is_ascii_alphabetic()) {
+            if w.len() >= 6 && w.chars().all(|c| c.is_ascii_lowercase()) && seen.insert(w) {
+                words.push(w.to_string());
+            }
+        }
+    }
+    let plurals: std::collections::BTreeSet<String> =
+        words.iter().map(|w| ledger_edit::plural(w)).collect();
+    words.retain(|w| !plurals.contains(w));
+    words
+}
+
+#[test]
+fn renaming_many_terms_in_one_pass_equals_renaming_them_one_by_one() {
+    let docs = parse(&corpora().join("cargo-book/doc/book/src"));
+    let texts = texts(&docs);
+    let words = cargo_book_words(&texts);
+    assert!(words.len() > 1000, "{}", words.len());
+    // Every 40th word: common and rare ones.
+    let terms: Vec<(String, String)> = words
+        .iter()
+        .step_by(40)
+        .map(|w| (w.clone(), format!("{w}zq")))
+        .collect();
+    let all = ledger_edit::rename_terms(&docs, &texts, &terms, &[]).expect("all at once");
+    let (mut replacements, mut left) = (Vec::new(), Vec::new());
+    for (old, new) in &terms {
+        let one = ledger_edit::rename_term(&docs, &texts, old, new, &[]).expect("one");
+        replacements.extend(one.replacements);
+        left.extend(one.left);
+    }
+    replacements.sort();
+    left.sort();
+    assert!(all.replacements.len() > 500, "{}", all.replacements.len());
+    assert_eq!(all.replacements, replacements);
+    assert_eq!(all.left, left);
+}
+
+#[test]
+fn a_term_is_matched_in_any_case_unicode_gives_it() {
+    use ledger_edit::{Sources, plan_rename_term};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("cities");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let file = root.join("cities.md");
+    let text = "# Cities\n\nİstanbul is large. ISTANBUL, istanbul and Istanbul too.\n\n\
+                ÉCOLE and école and École.\n";
+    std::fs::write(&file, text).expect("write");
+    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let plan = plan_rename_term(&sources, "istanbul", "ankara", &[], true).expect("plan");
+    assert!(plan.left.is_empty(), "{:?}", plan.left);
+    assert_eq!(plan.occurrences, 4);
+    let new = &plan.checked.edited[&file];
+    assert!(
+        new.contains("Ankara is large. ANKARA, ankara and Ankara too."),
+        "{new}"
+    );
+    let plan = plan_rename_term(&sources, "école", "lycée", &[], true).expect("plan");
+    assert!(
+        plan.checked.edited[&file].contains("LYCÉE and lycée and Lycée."),
+        "{}",
+        plan.checked.edited[&file]
+    );
+}
+
+#[test]
+fn reference_links_whose_text_holds_code_and_brackets_follow_a_renamed_heading() {
+    use ledger_edit::{Sources, plan_rename_term};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("guide");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let file = root.join("guide.md");
+    let text = "# Guide\n\n## Configuring a target\n\nSettings.\n\n## Tables\n\n\
+                See the [`[[test]]` table][t] and [the target][].\n\n\
+                [t]: #configuring-a-target\n[the target]: #configuring-a-target\n";
+    std::fs::write(&file, text).expect("write");
+    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let plan = plan_rename_term(&sources, "target", "goal", &[], false).expect("plan");
+    assert!(
+        plan.checked.findings.is_empty(),
+        "{:?}",
+        plan.checked.findings
+    );
+    assert_eq!(plan.links, 2);
+    let new = &plan.checked.edited[&file];
+    assert!(new.contains("## Configuring a goal\n"), "{new}");
+    assert!(
+        new.contains("[t]: #configuring-a-goal\n[the target]: #configuring-a-goal\n"),
+        "{new}"
+    );
+    // Kept anchors: the links stay as they are.
+    let plan = plan_rename_term(&sources, "target", "goal", &[], true).expect("plan");
+    assert_eq!((plan.links, plan.anchors_kept), (0, 1));
+    let new = &plan.checked.edited[&file];
+    assert!(
+        new.contains("## Configuring a goal {#configuring-a-target}\n"),
+        "{new}"
+    );
+}

@@ -107,3 +107,30 @@ fn a_fifty_megabyte_file_parses() {
             .all(|d| d.severity != Severity::Error)
     );
 }
+
+#[test]
+fn diagnostics_give_their_column_and_a_brace_never_closed_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let indented = format!(
+        "\\documentclass{{article}}\n\\begin{{document}}\n{}\\begin{{zz}}\ntext\n",
+        "é".repeat(39)
+    );
+    write(d, "column.tex", indented.as_bytes());
+    write(d, "utf8.md", b"# Fine\n\nbad \xff byte\n");
+    let mut braces = b"\\documentclass{article}\n\\begin{document}\nSome text.\n\\textbf".to_vec();
+    braces.extend(std::iter::repeat_n(b'{', 100_000));
+    write(d, "braces.tex", &braces);
+    let docs = crate::parse_dir(d);
+    let zz = diag(&docs, "column.tex", "\\begin{zz}");
+    assert_eq!((zz.line, zz.col), (3, 40), "{zz:?}");
+    let byte = diag(&docs, "utf8.md", "invalid UTF-8");
+    assert_eq!((byte.line, byte.col), (3, 5), "{byte:?}");
+    let open = diag(&docs, "braces.tex", "never closed");
+    assert_eq!(
+        (open.severity, open.line, open.col),
+        (Severity::Warning, 4, 8),
+        "{open:?}"
+    );
+    assert!(open.message.contains("99999 more"), "{}", open.message);
+}
