@@ -3,7 +3,7 @@
 //! the command does (best of 3 each), and the ratio of the two; then whether the 5,000 renamed
 //! at once give the replacements of renaming them one by one (they are chosen not to overlap).
 
-use ledger_edit::{Sources, plan_rename_terms, plural, rename_term, rename_terms};
+use ledger_edit::{Replacement, Sources, plan_rename_terms, plural, rename_term, rename_terms};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -49,31 +49,69 @@ fn main() {
         one_by_one.extend(one.replacements);
     }
     one_by_one.sort();
+    // Renames that overlap one by one (a term beside a word whose article the other rename
+    // fixes: "an" in "an X" with X renamed to a word that takes "a") are resolved longest
+    // first all at once; every other replacement must be the same.
+    let overlapping = |k: usize| {
+        let r = &one_by_one[k];
+        let meets = |o: &Replacement| o.path == r.path && o.start < r.end && r.start < o.end;
+        (k > 0 && meets(&one_by_one[k - 1])) || one_by_one.get(k + 1).is_some_and(meets)
+    };
+    let alone: Vec<&Replacement> = (0..one_by_one.len())
+        .filter(|&k| !overlapping(k))
+        .map(|k| &one_by_one[k])
+        .collect();
+    let missing: Vec<&&Replacement> = alone
+        .iter()
+        .filter(|r| all.replacements.binary_search(r).is_err())
+        .collect();
+    let extra = all
+        .replacements
+        .iter()
+        .filter(|r| alone.binary_search(r).is_err())
+        .filter(|r| one_by_one.binary_search(r).is_err())
+        .count();
     println!(
-        "\nall at once equals one by one: {} ({} replacements)",
-        if all.replacements == one_by_one {
+        "\nall at once equals one by one where they do not overlap: {} ({} replacements, {} of \
+         them overlapping one by one)",
+        if missing.is_empty() && extra == 0 {
             "yes"
         } else {
             "NO"
         },
-        all.replacements.len()
+        one_by_one.len(),
+        one_by_one.len() - alone.len()
     );
+    for r in missing.iter().take(5) {
+        let text = &sources.texts[&r.path];
+        println!(
+            "- one by one only: {}:{}: `{}` -> `{}`",
+            r.path.display(),
+            text[..r.start].matches('\n').count() + 1,
+            &text[r.start..r.end],
+            r.text
+        );
+    }
 }
 
-/// Up to `n` distinct lower-case words of four letters or more of the book, in order of first
-/// use, none the plural of another, each renamed to itself with `zq` appended.
+/// Up to `n` distinct words of the book (runs of letters, digits and `_` with a letter, two or
+/// more long, lower-cased), in order of first use, each renamed to itself with `zq` appended;
+/// none whose singular or plural is another's (their renames would overlap).
 fn terms(sources: &Sources, n: usize) -> Vec<(String, String)> {
     let mut seen = BTreeSet::new();
     let mut words = Vec::new();
     for text in sources.texts.values() {
-        for w in text.split(|c: char| !c.is_ascii_alphabetic()) {
-            if w.len() >= 4 && w.chars().all(|c| c.is_ascii_lowercase()) && seen.insert(w) {
-                words.push(w.to_string());
+        for w in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let w = w.to_lowercase();
+            if w.len() >= 2 && w.chars().any(|c| c.is_ascii_alphabetic()) && seen.insert(w.clone())
+            {
+                words.push(w);
             }
         }
     }
     let plurals: BTreeSet<String> = words.iter().map(|w| plural(w)).collect();
-    words.retain(|w| !plurals.contains(w));
+    let mut claimed = BTreeSet::new();
+    words.retain(|w| !plurals.contains(w) && claimed.insert(plural(w)));
     words.truncate(n);
     words
         .into_iter()

@@ -123,8 +123,12 @@ pub fn apply(
     edits: &[Replacement],
 ) -> Result<BTreeMap<PathBuf, String>> {
     let mut by_file: BTreeMap<&Path, Vec<&Replacement>> = BTreeMap::new();
-    for e in edits {
-        by_file.entry(e.path.as_path()).or_default().push(e);
+    // Edits come file by file: one look-up per run of one file's edits.
+    for run in edits.chunk_by(|a, b| a.path == b.path) {
+        by_file
+            .entry(run[0].path.as_path())
+            .or_default()
+            .extend(run);
     }
     let mut out = BTreeMap::new();
     for (path, mut list) in by_file {
@@ -158,14 +162,80 @@ pub fn apply(
     Ok(out)
 }
 
-/// A unified diff of one file (3 lines of context).
+/// Lines of context around each change of a diff.
+const CONTEXT: usize = 3;
+
+/// A unified diff of one file (3 lines of context). An edit that keeps the file's lines (a
+/// rename, a relabel: each changed line is one changed line) is diffed line by line, in time
+/// linear in the file; any other by Myers' algorithm, whose time grows with the file's size
+/// times the lines changed (seconds for a terminology file that changes most lines of a book).
 pub fn diff(path: &Path, old: &str, new: &str) -> String {
     let name = path.display().to_string();
+    if let Some(fast) = diff_line_by_line(&name, old, new) {
+        return fast;
+    }
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
-        .context_radius(3)
+        .context_radius(CONTEXT)
         .header(&format!("a/{name}"), &format!("b/{name}"))
         .to_string()
+}
+
+/// The unified diff of two texts of as many lines, each ending with a newline, as `similar`
+/// writes it, with each changed line taken as replaced (its old line removed, its new one
+/// added); `None` for other texts.
+fn diff_line_by_line(name: &str, old: &str, new: &str) -> Option<String> {
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let terminated = |t: &str| t.is_empty() || t.ends_with('\n');
+    if a.len() != b.len() || !terminated(old) || !terminated(new) {
+        return None;
+    }
+    let changed: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+    let Some(&first) = changed.first() else {
+        return Some(String::new());
+    };
+    // Hunks: changes whose unchanged lines between them are at most twice the context apart.
+    let mut hunks: Vec<Vec<usize>> = vec![vec![first]];
+    for &i in &changed[1..] {
+        let last = hunks.last_mut().expect("one hunk");
+        if i - last[last.len() - 1] - 1 > 2 * CONTEXT {
+            hunks.push(vec![i]);
+        } else {
+            last.push(i);
+        }
+    }
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    for hunk in hunks {
+        let start = hunk[0].saturating_sub(CONTEXT);
+        let end = (hunk[hunk.len() - 1] + 1 + CONTEXT).min(a.len());
+        let range = if end - start == 1 {
+            format!("{}", start + 1)
+        } else {
+            format!("{},{}", start + 1, end - start)
+        };
+        out.push_str(&format!("@@ -{range} +{range} @@\n"));
+        let mut i = start;
+        while i < end {
+            if a[i] == b[i] {
+                out.push(' ');
+                out.push_str(a[i]);
+                i += 1;
+                continue;
+            }
+            let run = (i..end).take_while(|&k| a[k] != b[k]).count();
+            for line in &a[i..i + run] {
+                out.push('-');
+                out.push_str(line);
+            }
+            for line in &b[i..i + run] {
+                out.push('+');
+                out.push_str(line);
+            }
+            i += run;
+        }
+    }
+    Some(out)
 }
 
 /// One file of an undo record; `path` is relative to the edit root (the folder holding the
@@ -502,4 +572,48 @@ pub fn undo(record: &Path) -> Result<Vec<PathBuf>> {
     }
     std::fs::remove_dir_all(record).map_err(io(record))?;
     Ok(restored)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The line-by-line diff is the one `similar` writes, where each changed line is replaced.
+    #[test]
+    fn line_by_line_diffs_are_similar_s() {
+        let old: String = (0..30).map(|k| format!("line {k}\n")).collect();
+        let cases: [&[usize]; 8] = [
+            &[0],
+            &[29],
+            &[10],
+            &[10, 11, 12],
+            &[5, 12],
+            &[5, 13],
+            &[0, 1, 7, 20, 28, 29],
+            &[],
+        ];
+        for changed in cases {
+            let new: String = (0..30)
+                .map(|k| {
+                    if changed.contains(&k) {
+                        format!("LINE {k}\n")
+                    } else {
+                        format!("line {k}\n")
+                    }
+                })
+                .collect();
+            let slow = similar::TextDiff::from_lines(old.as_str(), new.as_str())
+                .unified_diff()
+                .context_radius(super::CONTEXT)
+                .header("a/f.md", "b/f.md")
+                .to_string();
+            let fast = super::diff_line_by_line("f.md", &old, &new).expect("same lines");
+            assert_eq!(fast, slow, "{changed:?}");
+        }
+        assert_eq!(
+            super::diff_line_by_line("f", "x\n", "y\n"),
+            Some("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n".into())
+        );
+        // Other line counts, or a last line without its newline, go to `similar`.
+        assert!(super::diff_line_by_line("f", "x\n", "x\ny\n").is_none());
+        assert!(super::diff_line_by_line("f", "x", "y").is_none());
+    }
 }

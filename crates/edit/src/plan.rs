@@ -9,7 +9,7 @@ use ledger_core::{Document, Severity};
 use ledger_parse::encoding::Encoding;
 use ledger_parse::regions::RegionKind;
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Parses the documents under `paths` (no token counts), references across documents
@@ -659,31 +659,37 @@ fn line_of(text: &str, at: usize) -> usize {
 }
 
 /// The repetitions the renames `taken` made in the edited `texts` (all edits of the plan,
-/// `edits`, shift the offsets), one finding each: where, and the phrase before and after.
+/// `edits`, sorted and disjoint, shift the offsets), one finding each: where, and the phrase
+/// before and after.
 fn repeat_findings(
     sources: &Sources,
     texts: &BTreeMap<PathBuf, String>,
     taken: &[Replacement],
     edits: &[Replacement],
 ) -> Vec<Finding> {
-    // Where each replacement landed in the edited text: the file's edits map its offsets.
-    let mut maps: BTreeMap<&Path, crate::verify::OffsetMap> = BTreeMap::new();
-    for e in edits {
-        maps.entry(e.path.as_path())
-            .or_insert_with(|| crate::verify::OffsetMap { edits: Vec::new() })
-            .edits
-            .push(e);
+    // Where each edit landed: its start shifted by what the edits before it in its file grew.
+    let mut landed: HashMap<(&Path, usize, usize), usize> = HashMap::with_capacity(edits.len());
+    let mut growth: isize = 0;
+    for (k, e) in edits.iter().enumerate() {
+        if k == 0 || edits[k - 1].path != e.path {
+            growth = 0;
+        }
+        landed.insert(
+            (&e.path, e.start, e.end),
+            e.start.saturating_add_signed(growth),
+        );
+        growth += e.text.len() as isize - (e.end - e.start) as isize;
     }
     let mut out = Vec::new();
     for r in taken {
-        let (Some(old), Some(new)) = (sources.texts.get(&r.path), texts.get(&r.path)) else {
+        let (Some(old), Some(new), Some(&start)) = (
+            sources.texts.get(&r.path),
+            texts.get(&r.path),
+            landed.get(&(r.path.as_path(), r.start, r.end)),
+        ) else {
             continue;
         };
-        let Some(crate::verify::Mapped::Within(start, end)) =
-            maps.get(r.path.as_path()).map(|m| m.map(r.start))
-        else {
-            continue;
-        };
+        let end = start + r.text.len();
         for (at, before, after) in crate::term::repeats(old, new, (r.start, r.end), (start, end)) {
             out.push(Finding {
                 kind: FindingKind::Repeat,

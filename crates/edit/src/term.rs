@@ -279,6 +279,8 @@ fn fold(text: &str) -> (String, Vec<usize>) {
         in_space = space;
         let folded = if space {
             ' '
+        } else if c.is_ascii() {
+            c.to_ascii_lowercase()
         } else {
             c.to_lowercase().next().unwrap_or(c)
         };
@@ -319,16 +321,20 @@ pub fn rename_terms(
         return Err(EditError::Invalid("no term to rename".into()));
     }
     let matcher = Matcher::new(terms)?;
-    let mut found: Vec<(Replacement, usize)> = Vec::new();
     let mut out = TermRename::default();
-    let mut seen = std::collections::BTreeSet::new();
+    // Each file once (documents may share one), in the order of their paths: the replacements
+    // come out sorted file by file, without comparing paths per replacement.
+    let mut files: BTreeMap<PathBuf, &Document> = BTreeMap::new();
     for doc in docs {
-        let format = doc.format.unwrap_or(Format::Markdown);
         for file in &doc.files {
-            let path = PathBuf::from(file);
-            if !seen.insert(path.clone()) {
-                continue;
-            }
+            files.entry(PathBuf::from(file)).or_insert(doc);
+        }
+    }
+    for (path, doc) in files {
+        let format = doc.format.unwrap_or(Format::Markdown);
+        let file = path.to_string_lossy();
+        let mut found: Vec<(Replacement, usize)> = Vec::new();
+        {
             let Some(text) = texts.get(&path) else {
                 return Err(EditError::NotRead(path));
             };
@@ -338,7 +344,7 @@ pub fn rename_terms(
             let line_of = |byte: usize| line_starts.partition_point(|&s| s <= byte);
             // Per heading level: whether the file's headings of that level are title-cased.
             let mut headings: BTreeMap<usize, bool> = BTreeMap::new();
-            for region in regions(format, file, text, &doc.verbatim_envs) {
+            for region in regions(format, &file, text, &doc.verbatim_envs) {
                 let searched = region.kind == RegionKind::Prose || include.contains(&region.kind);
                 let (folded, from) = fold(&text[region.start..region.end]);
                 for m in matcher.automaton.find_overlapping_iter(&folded) {
@@ -412,8 +418,8 @@ pub fn rename_terms(
                 }
             }
         }
+        out.replacements.extend(longest_first(found));
     }
-    out.replacements = longest_first(found);
     out.left.sort();
     Ok(out)
 }
@@ -476,27 +482,26 @@ fn cased_replacement(
     }
 }
 
-/// Of overlapping replacements (each with its term's index), the longest, then the one of the
-/// term listed first; in file order.
+/// Of overlapping replacements in one file (each with its term's index), the longest, then the
+/// one of the term listed first; in order.
 fn longest_first(mut found: Vec<(Replacement, usize)>) -> Vec<Replacement> {
     found.sort_by(|(a, i), (b, j)| {
-        (&a.path, b.end - b.start, a.start, i).cmp(&(&b.path, a.end - a.start, b.start, j))
+        (b.end - b.start, a.start, i).cmp(&(a.end - a.start, b.start, j))
     });
-    // Per file, the ranges taken: start -> end, disjoint.
-    let mut taken: HashMap<PathBuf, BTreeMap<usize, usize>> = HashMap::new();
+    // The ranges taken: start -> end, disjoint.
+    let mut taken: BTreeMap<usize, usize> = BTreeMap::new();
     let mut out = Vec::new();
     for (r, _) in found {
-        let ranges = taken.entry(r.path.clone()).or_default();
-        let overlaps = ranges
+        let overlaps = taken
             .range(..r.end)
             .next_back()
             .is_some_and(|(_, &e)| r.start < e);
         if !overlaps {
-            ranges.insert(r.start, r.end);
+            taken.insert(r.start, r.end);
             out.push(r);
         }
     }
-    out.sort();
+    out.sort_by(|a, b| (a.start, a.end, &a.text).cmp(&(b.start, b.end, &b.text)));
     out
 }
 
