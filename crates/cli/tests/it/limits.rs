@@ -2,7 +2,7 @@
 //! byte-order mark before a Markdown heading; SARIF URIs of odd file names; resource settings a
 //! project file asks for.
 
-use super::{index_into, ledger, ledger_in, root, stdout};
+use super::{carleson_graph, ledger, ledger_in, stdout};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -31,12 +31,7 @@ fn stopped_at(o: &Output, limit: &str) {
 #[test]
 fn sql_statements_end_within_their_limits() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let graph = dir.path().join("graph");
-    index_into(
-        &root().join("datasets/paper-carleson-lean"),
-        &graph,
-        &["--no-related"],
-    );
+    let graph = carleson_graph(dir.path());
     let g = graph.to_str().expect("utf8");
 
     // Memory, under a 2 GiB address space: a gigabyte string is refused before it is made
@@ -140,12 +135,7 @@ fn sql_statements_end_within_their_limits() {
 fn the_sql_shell_survives_a_limit_and_takes_the_next_statement() {
     use std::io::Write;
     let dir = tempfile::tempdir().expect("tempdir");
-    let graph = dir.path().join("graph");
-    index_into(
-        &root().join("datasets/paper-carleson-lean"),
-        &graph,
-        &["--no-related"],
-    );
+    let graph = carleson_graph(dir.path());
     let command = format!(
         "{} sql --graph {} --memory-limit 64MiB --max-recursion 100",
         env!("CARGO_BIN_EXE_ledger"),
@@ -346,12 +336,7 @@ fn sql_peak(graph: &Path, args: &[&str], statement: &str) -> (Output, usize) {
 #[test]
 fn sql_results_and_doubled_strings_stay_near_the_memory_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let graph = dir.path().join("graph");
-    index_into(
-        &root().join("datasets/paper-carleson-lean"),
-        &graph,
-        &["--no-related"],
-    );
+    let graph = carleson_graph(dir.path());
     const LIMIT: usize = 16 << 20;
     let (_, base) = sql_peak(&graph, &[], "SELECT 1");
     let near = |peak: usize, what: &str| {

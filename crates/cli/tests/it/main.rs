@@ -57,6 +57,17 @@ fn corpora() -> PathBuf {
     dir
 }
 
+/// `dir/graph`: the carleson paper indexed without RELATED edges, the graph the SQL tests query.
+fn carleson_graph(dir: &Path) -> PathBuf {
+    let graph = dir.join("graph");
+    index_into(
+        &root().join("datasets/paper-carleson-lean"),
+        &graph,
+        &["--no-related"],
+    );
+    graph
+}
+
 /// `ledger index INPUT --out OUT EXTRA...`, checked to succeed.
 fn index_into(input: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -1497,12 +1508,7 @@ fn help_lists_choices_and_examples_and_completions_and_man_pages_render() {
 #[test]
 fn an_sql_error_is_said_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let graph = dir.path().join("graph");
-    index_into(
-        &root().join("datasets/paper-carleson-lean"),
-        &graph,
-        &["--no-related"],
-    );
+    let graph = carleson_graph(dir.path());
     let g = graph.to_str().expect("utf8");
     let o = ledger(&["sql", "--graph", g, "SELEC 1"]);
     assert_eq!(o.status.code(), Some(2));

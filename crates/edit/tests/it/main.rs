@@ -490,15 +490,11 @@ fn an_incomplete_undo_record_is_passed_over_and_the_records_stay_out_of_git() {
 
 #[test]
 fn rename_term_finds_symbol_terms_keeps_title_case_and_old_anchors() {
-    use ledger_edit::{Sources, plan_rename_term};
+    use ledger_edit::plan_rename_term;
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("guide");
-    std::fs::create_dir_all(&root).expect("mkdir");
-    let file = root.join("guide.md");
     let text = "# Guide\n\n## Building C++ Code\n\nSome C++ and c++ code, not c+++ nor c++17.\n\n\
                 See [building](#building-c-code).\n\n## Registry Index\n\nThe registry lists crates.\n";
-    std::fs::write(&file, text).expect("write");
-    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let (sources, file) = one_markdown_file(dir.path(), "guide", text);
     let broken = |docs: &[Document]| {
         docs.iter()
             .flat_map(|d| &d.mentions)
@@ -578,6 +574,17 @@ fn a_terms_file_whose_renames_feed_each_other_is_refused_naming_them() {
     assert_eq!(fine.len(), 2);
 }
 
+/// A folder `name` in `dir` holding one Markdown file, `name.md` with `text`, read as an edit's
+/// sources; and the file's path.
+fn one_markdown_file(dir: &Path, name: &str, text: &str) -> (ledger_edit::Sources, PathBuf) {
+    let root = dir.join(name);
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let file = root.join(format!("{name}.md"));
+    std::fs::write(&file, text).expect("write");
+    let sources = ledger_edit::Sources::read(std::slice::from_ref(&root)).expect("sources");
+    (sources, file)
+}
+
 /// Distinct lower-case words of six letters or more in the cargo book's prose, in order of
 /// first use, none the plural of another (their renames would overlap).
 fn cargo_book_words(texts: &BTreeMap<PathBuf, String>) -> Vec<String> {
@@ -624,15 +631,11 @@ fn renaming_many_terms_in_one_pass_equals_renaming_them_one_by_one() {
 
 #[test]
 fn a_term_is_matched_in_any_case_unicode_gives_it() {
-    use ledger_edit::{Sources, plan_rename_term};
+    use ledger_edit::plan_rename_term;
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("cities");
-    std::fs::create_dir_all(&root).expect("mkdir");
-    let file = root.join("cities.md");
     let text = "# Cities\n\nİstanbul is large. ISTANBUL, istanbul and Istanbul too.\n\n\
                 ÉCOLE and école and École.\n";
-    std::fs::write(&file, text).expect("write");
-    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let (sources, file) = one_markdown_file(dir.path(), "cities", text);
     let plan = plan_rename_term(&sources, "istanbul", "ankara", &[], true).expect("plan");
     assert!(plan.left.is_empty(), "{:?}", plan.left);
     assert_eq!(plan.occurrences, 4);
@@ -651,16 +654,12 @@ fn a_term_is_matched_in_any_case_unicode_gives_it() {
 
 #[test]
 fn reference_links_whose_text_holds_code_and_brackets_follow_a_renamed_heading() {
-    use ledger_edit::{Sources, plan_rename_term};
+    use ledger_edit::plan_rename_term;
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("guide");
-    std::fs::create_dir_all(&root).expect("mkdir");
-    let file = root.join("guide.md");
     let text = "# Guide\n\n## Configuring a target\n\nSettings.\n\n## Tables\n\n\
                 See the [`[[test]]` table][t] and [the target][].\n\n\
                 [t]: #configuring-a-target\n[the target]: #configuring-a-target\n";
-    std::fs::write(&file, text).expect("write");
-    let sources = Sources::read(std::slice::from_ref(&root)).expect("sources");
+    let (sources, file) = one_markdown_file(dir.path(), "guide", text);
     let plan = plan_rename_term(&sources, "target", "goal", &[], false).expect("plan");
     assert!(
         plan.checked.findings.is_empty(),
