@@ -339,11 +339,11 @@ fn remove_stale_shadows(temp: &Path) {
 /// and verifies the result on a shadow copy, adding the `extra` findings.
 pub fn check(
     sources: &Sources,
-    stages: &[Vec<Replacement>],
-    extra: impl FnOnce(&BTreeMap<PathBuf, String>, &Shadow) -> Vec<Finding>,
+    stages: Vec<Vec<Replacement>>,
+    extra: impl FnOnce(&BTreeMap<PathBuf, String>, &Shadow, &[Vec<Replacement>]) -> Vec<Finding>,
 ) -> Result<Checked> {
     let mut now = sources.texts.clone();
-    for stage in stages {
+    for stage in &stages {
         now = overlay(&now, stage)?;
     }
     let edited: BTreeMap<PathBuf, String> = now
@@ -351,12 +351,12 @@ pub fn check(
         .filter(|(p, t)| sources.texts.get(p) != Some(t))
         .collect();
     let shadow = Shadow::parse(sources, &edited)?;
-    let mut findings = shadow.verify(sources, stages);
-    findings.extend(extra(&edited, &shadow));
+    let mut findings = shadow.verify(sources, &stages);
+    findings.extend(extra(&edited, &shadow, &stages));
     Ok(Checked {
         edited,
         findings,
-        stages: stages.to_vec(),
+        stages,
     })
 }
 
@@ -414,7 +414,7 @@ pub fn write_checked(
 pub fn plan_relabel(sources: &Sources, old: &str, new: &str) -> Result<(Checked, usize)> {
     let edits = crate::relabel(&sources.docs, &sources.texts, old, new)?;
     let n = edits.len();
-    Ok((check(sources, &[edits], |_, _| Vec::new())?, n))
+    Ok((check(sources, vec![edits], |_, _, _| Vec::new())?, n))
 }
 
 /// The insertion of ` {#old}` at the end of a moved heading's line (before an ATX closing
@@ -609,11 +609,10 @@ pub fn plan_rename_terms(
         )
     };
     let docs = &sources.docs;
-    let all_edits = edits.clone();
-    let checked = check(sources, &[edits], |edited, _| {
+    let checked = check(sources, vec![edits], |edited, _, stages| {
         let mut texts = sources.texts.clone();
         texts.extend(edited.iter().map(|(p, t)| (p.clone(), t.clone())));
-        let mut findings = repeat_findings(sources, &texts, &taken, &all_edits);
+        let mut findings = repeat_findings(sources, &texts, &taken, &stages[0]);
         // A new term that contains the old one ("index" → "package index") is found again.
         let again: Vec<(String, String)> = terms
             .iter()
@@ -667,38 +666,56 @@ fn repeat_findings(
     taken: &[Replacement],
     edits: &[Replacement],
 ) -> Vec<Finding> {
-    // Where each edit landed: its start shifted by what the edits before it in its file grew.
-    let mut landed: HashMap<(&Path, usize, usize), usize> = HashMap::with_capacity(edits.len());
-    let mut growth: isize = 0;
-    for (k, e) in edits.iter().enumerate() {
-        if k == 0 || edits[k - 1].path != e.path {
-            growth = 0;
-        }
-        landed.insert(
-            (&e.path, e.start, e.end),
-            e.start.saturating_add_signed(growth),
-        );
-        growth += e.text.len() as isize - (e.end - e.start) as isize;
-    }
-    let mut out = Vec::new();
-    for r in taken {
-        let (Some(old), Some(new), Some(&start)) = (
-            sources.texts.get(&r.path),
-            texts.get(&r.path),
-            landed.get(&(r.path.as_path(), r.start, r.end)),
-        ) else {
-            continue;
-        };
-        let end = start + r.text.len();
-        for (at, before, after) in crate::term::repeats(old, new, (r.start, r.end), (start, end)) {
-            out.push(Finding {
-                kind: FindingKind::Repeat,
-                location: format!("{}:{}", r.path.display(), line_of(new, at)),
-                message: format!("`{before}` became `{after}`: a word repeated (--allow-repeats to write it anyway)"),
-            });
-        }
-    }
-    out
+    // Both come sorted, file by file: each file's texts are looked up once.
+    let edits_of: HashMap<&Path, &[Replacement]> = edits
+        .chunk_by(|a, b| a.path == b.path)
+        .map(|run| (run[0].path.as_path(), run))
+        .collect();
+    let runs: Vec<&[Replacement]> = taken.chunk_by(|a, b| a.path == b.path).collect();
+    runs.par_iter()
+        .flat_map_iter(|run| {
+            let path = run[0].path.as_path();
+            let mut out = Vec::new();
+            let (Some(old), Some(new), Some(file_edits)) =
+                (sources.texts.get(path), texts.get(path), edits_of.get(path))
+            else {
+                return out;
+            };
+            // Where each edit landed: its start shifted by what the edits before it grew.
+            let mut growth: isize = 0;
+            let landed: Vec<usize> = file_edits
+                .iter()
+                .map(|e| {
+                    let at = e.start.saturating_add_signed(growth);
+                    growth += e.text.len() as isize - (e.end - e.start) as isize;
+                    at
+                })
+                .collect();
+            for r in *run {
+                let k = file_edits.partition_point(|e| (e.start, e.end) < (r.start, r.end));
+                if file_edits
+                    .get(k)
+                    .is_none_or(|e| (e.start, e.end) != (r.start, r.end))
+                {
+                    continue;
+                }
+                let (start, end) = (landed[k], landed[k] + r.text.len());
+                for (at, before, after) in
+                    crate::term::repeats(old, new, (r.start, r.end), (start, end))
+                {
+                    out.push(Finding {
+                        kind: FindingKind::Repeat,
+                        location: format!("{}:{}", path.display(), line_of(new, at)),
+                        message: format!(
+                            "`{before}` became `{after}`: a word repeated (--allow-repeats to \
+                             write it anyway)"
+                        ),
+                    });
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 /// A structural edit applied in memory and verified.
@@ -722,7 +739,7 @@ pub fn plan_structural(sources: &Sources, op: &Op) -> Result<StructuralPlan> {
     let after1 = Shadow::parse(sources, &changed1)?;
     let stage2 = crate::renumber(&sources.docs, &stage1, &after1.docs, &texts1)?;
     let renumbered = stage2.len();
-    let checked = check(sources, &[stage1, stage2], |_, _| Vec::new())?;
+    let checked = check(sources, vec![stage1, stage2], |_, _, _| Vec::new())?;
     Ok(StructuralPlan {
         checked,
         renumbered,

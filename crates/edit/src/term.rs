@@ -5,6 +5,7 @@ use crate::{EditError, Replacement, Result};
 use aho_corasick::{AhoCorasick, MatchKind};
 use ledger_core::{Document, Format};
 use ledger_parse::regions::{RegionKind, regions};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -321,105 +322,128 @@ pub fn rename_terms(
         return Err(EditError::Invalid("no term to rename".into()));
     }
     let matcher = Matcher::new(terms)?;
-    let mut out = TermRename::default();
-    // Each file once (documents may share one), in the order of their paths: the replacements
-    // come out sorted file by file, without comparing paths per replacement.
+    // Each file once (documents may share one), in the order of their paths, in parallel: the
+    // replacements and what was left come out sorted file by file, without comparing paths.
     let mut files: BTreeMap<PathBuf, &Document> = BTreeMap::new();
     for doc in docs {
         for file in &doc.files {
             files.entry(PathBuf::from(file)).or_insert(doc);
         }
     }
-    for (path, doc) in files {
-        let format = doc.format.unwrap_or(Format::Markdown);
-        let file = path.to_string_lossy();
-        let mut found: Vec<(Replacement, usize)> = Vec::new();
-        let Some(text) = texts.get(&path) else {
-            return Err(EditError::NotRead(path));
-        };
-        let line_starts: Vec<usize> = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        let line_of = |byte: usize| line_starts.partition_point(|&s| s <= byte);
-        // Per heading level: whether the file's headings of that level are title-cased.
-        let mut headings: BTreeMap<usize, bool> = BTreeMap::new();
-        for region in regions(format, &file, text, &doc.verbatim_envs) {
-            let searched = region.kind == RegionKind::Prose || include.contains(&region.kind);
-            let (folded, from) = fold(&text[region.start..region.end]);
-            for m in matcher.automaton.find_overlapping_iter(&folded) {
-                let start = region.start + from[m.start()];
-                let end = region.start + from[m.end()];
-                if !whole_term(text, start, end) {
+    let files: Vec<(PathBuf, &Document)> = files.into_iter().collect();
+    let per_file: Vec<Result<TermRename>> = files
+        .par_iter()
+        .map(|(path, doc)| {
+            let text = texts
+                .get(path)
+                .ok_or_else(|| EditError::NotRead(path.clone()))?;
+            Ok(rename_in_file(&matcher, path, doc, text, include))
+        })
+        .collect();
+    let mut out = TermRename::default();
+    for file in per_file {
+        let file = file?;
+        out.replacements.extend(file.replacements);
+        out.left.extend(file.left);
+    }
+    Ok(out)
+}
+
+/// [`rename_terms`] in one file (`path`, of `doc`, reading `text`).
+fn rename_in_file(
+    matcher: &Matcher,
+    path: &Path,
+    doc: &Document,
+    text: &str,
+    include: &[RegionKind],
+) -> TermRename {
+    let format = doc.format.unwrap_or(Format::Markdown);
+    let file = path.to_string_lossy();
+    let mut out = TermRename::default();
+    let mut found: Vec<(Replacement, usize)> = Vec::new();
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |byte: usize| line_starts.partition_point(|&s| s <= byte);
+    // Per heading level: whether the file's headings of that level are title-cased.
+    let mut headings: BTreeMap<usize, bool> = BTreeMap::new();
+    for region in regions(format, &file, text, &doc.verbatim_envs) {
+        let searched = region.kind == RegionKind::Prose || include.contains(&region.kind);
+        let (folded, from) = fold(&text[region.start..region.end]);
+        for m in matcher.automaton.find_overlapping_iter(&folded) {
+            let start = region.start + from[m.start()];
+            let end = region.start + from[m.end()];
+            if !whole_term(text, start, end) {
+                continue;
+            }
+            let found_text = &text[start..end];
+            let left = |reason: &str| Left {
+                path: path.to_path_buf(),
+                line: line_of(start),
+                text: found_text.to_string(),
+                reason: reason.to_string(),
+            };
+            for &(term, is_plural) in &matcher.owners[m.pattern().as_usize()] {
+                if !searched {
+                    out.left.push(left(region.kind.as_str()));
                     continue;
                 }
-                let found_text = &text[start..end];
-                let left = |reason: &str| Left {
-                    path: path.clone(),
-                    line: line_of(start),
-                    text: found_text.to_string(),
-                    reason: reason.to_string(),
-                };
-                for &(term, is_plural) in &matcher.owners[m.pattern().as_usize()] {
-                    if !searched {
-                        out.left.push(left(region.kind.as_str()));
-                        continue;
-                    }
-                    if in_name(text, start, end) {
-                        out.left.push(left("part of a name"));
-                        continue;
-                    }
-                    let forms = &matcher.forms[term];
-                    let (form, target) = if is_plural {
-                        (&forms.plural, &forms.new_plural)
-                    } else {
-                        (&forms.singular, &forms.new_singular)
-                    };
-                    let found_words: Vec<&str> = found_text.split_whitespace().collect();
-                    let Some(mut casing) = casing_of(&found_words, form) else {
-                        out.left.push(left("casing"));
-                        continue;
-                    };
-                    // One capitalised word: Title Case in a title-cased line ("Registry
-                    // Index", "### Multiple Policies in a Workspace"), else a sentence's
-                    // first word. A heading that is the one word: Title Case when the
-                    // headings of its level in the file are title-cased ("## Workspace"
-                    // among "## Build Scripts").
-                    if casing == Casing::Sentence
-                        && found_words.len() == 1
-                        && (title_cased_line(text, start, end)
-                            || heading_level(text, start).is_some_and(|level| {
-                                *headings
-                                    .entry(level)
-                                    .or_insert_with(|| headings_title_cased(text, level))
-                            }))
-                    {
-                        casing = Casing::Title;
-                    }
-                    let (start, replacement, uncertain) =
-                        cased_replacement(text, start, found_text, target, casing);
-                    if uncertain {
-                        out.left.push(Left {
-                            reason: "article not certain".into(),
-                            ..left("article")
-                        });
-                    }
-                    found.push((
-                        Replacement {
-                            path: path.clone(),
-                            start,
-                            end,
-                            text: replacement,
-                            moved_from: None,
-                        },
-                        term,
-                    ));
+                if in_name(text, start, end) {
+                    out.left.push(left("part of a name"));
+                    continue;
                 }
+                let forms = &matcher.forms[term];
+                let (form, target) = if is_plural {
+                    (&forms.plural, &forms.new_plural)
+                } else {
+                    (&forms.singular, &forms.new_singular)
+                };
+                let found_words: Vec<&str> = found_text.split_whitespace().collect();
+                let Some(mut casing) = casing_of(&found_words, form) else {
+                    out.left.push(left("casing"));
+                    continue;
+                };
+                // One capitalised word: Title Case in a title-cased line ("Registry Index",
+                // "### Multiple Policies in a Workspace"), else a sentence's first word. A
+                // heading that is the one word: Title Case when the headings of its level in
+                // the file are title-cased ("## Workspace" among "## Build Scripts").
+                if casing == Casing::Sentence
+                    && found_words.len() == 1
+                    && (title_cased_line(text, start, end)
+                        || heading_level(text, start).is_some_and(|level| {
+                            *headings
+                                .entry(level)
+                                .or_insert_with(|| headings_title_cased(text, level))
+                        }))
+                {
+                    casing = Casing::Title;
+                }
+                let (start, replacement, uncertain) =
+                    cased_replacement(text, start, found_text, target, casing);
+                if uncertain {
+                    out.left.push(Left {
+                        reason: "article not certain".into(),
+                        ..left("article")
+                    });
+                }
+                found.push((
+                    Replacement {
+                        path: path.to_path_buf(),
+                        start,
+                        end,
+                        text: replacement,
+                        moved_from: None,
+                    },
+                    term,
+                ));
             }
         }
-        out.replacements.extend(longest_first(found));
     }
-    out.left.sort();
-    Ok(out)
+    out.replacements = longest_first(found);
+    // One file: sorted as `Left` orders them, without comparing the (equal) paths.
+    out.left
+        .sort_by(|a, b| (a.line, &a.text, &a.reason).cmp(&(b.line, &b.text, &b.reason)));
+    out
 }
 
 /// Whether `start..end` is part of a name: `registry.toml`, `path/registry`, `registry/x`.

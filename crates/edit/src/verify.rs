@@ -54,9 +54,12 @@ impl fmt::Display for Finding {
     }
 }
 
-/// Maps byte offsets of one file through its replacements (sorted by start).
+/// Maps byte offsets of one file through its replacements.
 pub(crate) struct OffsetMap<'a> {
-    pub(crate) edits: Vec<&'a Replacement>,
+    /// Sorted by start (they do not overlap).
+    edits: Vec<&'a Replacement>,
+    /// Entry `k`: how much the edits before edit `k` grew the text.
+    growth: Vec<isize>,
 }
 
 /// Where an old offset went.
@@ -68,45 +71,50 @@ pub(crate) enum Mapped {
     Within(usize, usize),
 }
 
-impl OffsetMap<'_> {
+impl<'a> OffsetMap<'a> {
+    pub(crate) fn new(mut edits: Vec<&'a Replacement>) -> Self {
+        edits.sort_by_key(|e| (e.start, e.end));
+        let mut growth = Vec::with_capacity(edits.len() + 1);
+        let mut total: isize = 0;
+        growth.push(total);
+        for e in &edits {
+            total += e.text.len() as isize - (e.end - e.start) as isize;
+            growth.push(total);
+        }
+        OffsetMap { edits, growth }
+    }
+
     /// New start of edit `k`.
     fn new_start(&self, k: usize) -> usize {
-        let delta: isize = self.edits[..k]
-            .iter()
-            .map(|e| e.text.len() as isize - (e.end - e.start) as isize)
-            .sum();
-        (self.edits[k].start as isize + delta) as usize
+        (self.edits[k].start as isize + self.growth[k]) as usize
     }
 
     pub(crate) fn map(&self, offset: usize) -> Mapped {
-        let mut delta: isize = 0;
-        for e in &self.edits {
-            if e.start < e.end && offset >= e.start && offset < e.end {
-                // Cut here and pasted elsewhere: follow the text.
-                if let Some(to) = self
-                    .edits
-                    .iter()
-                    .position(|m| m.moved_from == Some(e.start))
-                {
-                    return Mapped::At(self.new_start(to) + (offset - e.start));
-                }
-                let new_start = (e.start as isize + delta) as usize;
-                return Mapped::Within(new_start, new_start + e.text.len());
+        // The first edit that ends after `offset` (their ends rise with their starts).
+        let k = self.edits.partition_point(|e| e.end <= offset);
+        if let Some(e) = self.edits.get(k)
+            && e.start < e.end
+            && offset >= e.start
+        {
+            // Cut here and pasted elsewhere: follow the text.
+            if let Some(to) = self
+                .edits
+                .iter()
+                .position(|m| m.moved_from == Some(e.start))
+            {
+                return Mapped::At(self.new_start(to) + (offset - e.start));
             }
-            if e.end <= offset {
-                delta += e.text.len() as isize - (e.end - e.start) as isize;
-            } else {
-                break;
-            }
+            let new_start = self.new_start(k);
+            return Mapped::Within(new_start, new_start + e.text.len());
         }
-        Mapped::At((offset as isize + delta) as usize)
+        Mapped::At((offset as isize + self.growth[k]) as usize)
     }
 }
 
 /// Maps offsets of the files of a document through a sequence of edit stages, each relative to
 /// the text the one before produced. Edits name files by path.
 pub(crate) struct StageMap<'a> {
-    stages: Vec<BTreeMap<&'a Path, Vec<&'a Replacement>>>,
+    stages: Vec<BTreeMap<&'a Path, OffsetMap<'a>>>,
 }
 
 impl<'a> StageMap<'a> {
@@ -115,13 +123,17 @@ impl<'a> StageMap<'a> {
             .iter()
             .map(|edits| {
                 let mut by_path: BTreeMap<&Path, Vec<&Replacement>> = BTreeMap::new();
-                for e in edits {
-                    by_path.entry(e.path.as_path()).or_default().push(e);
-                }
-                for list in by_path.values_mut() {
-                    list.sort_by_key(|e| (e.start, e.end));
+                // Edits come file by file: one look-up per run of one file's edits.
+                for run in edits.chunk_by(|a, b| a.path == b.path) {
+                    by_path
+                        .entry(run[0].path.as_path())
+                        .or_default()
+                        .extend(run);
                 }
                 by_path
+                    .into_iter()
+                    .map(|(path, edits)| (path, OffsetMap::new(edits)))
+                    .collect()
             })
             .collect();
         StageMap { stages }
@@ -131,11 +143,8 @@ impl<'a> StageMap<'a> {
     pub(crate) fn map(&self, path: &str, offset: usize) -> Mapped {
         let mut at = Mapped::At(offset);
         for stage in &self.stages {
-            let Some(edits) = stage.get(Path::new(path)) else {
+            let Some(m) = stage.get(Path::new(path)) else {
                 continue;
-            };
-            let m = OffsetMap {
-                edits: edits.clone(),
             };
             at = match at {
                 Mapped::At(o) => m.map(o),
@@ -455,6 +464,52 @@ pub fn verify(
 mod tests {
     use super::*;
 
+    /// Against the edited text itself: an offset outside every replaced range lands on the
+    /// same byte, one inside lands on the replacement's extent (random edits, seeded).
+    #[test]
+    fn mapped_offsets_point_at_the_same_text_after_the_edits() {
+        let mut seed: u64 = 7;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let old: String = (0..200u8).map(|k| char::from(b'0' + k % 75)).collect();
+        let path = PathBuf::from("f");
+        for _ in 0..300 {
+            let mut edits = Vec::new();
+            let mut at = next(5);
+            while at < old.len() {
+                let end = (at + next(4)).min(old.len());
+                let text: String = "xyz"[..next(4)].to_string();
+                edits.push(Replacement {
+                    path: path.clone(),
+                    start: at,
+                    end,
+                    text,
+                    moved_from: None,
+                });
+                at = end + 1 + next(12);
+            }
+            let texts = BTreeMap::from([(path.clone(), old.clone())]);
+            let new = &crate::apply(&texts, &edits).expect("disjoint edits apply")[&path];
+            let m = OffsetMap::new(edits.iter().collect());
+            for offset in 0..old.len() {
+                match m.map(offset) {
+                    Mapped::At(n) => assert_eq!(new.as_bytes()[n], old.as_bytes()[offset]),
+                    Mapped::Within(s, e) => {
+                        let e0 = edits
+                            .iter()
+                            .find(|e| e.start <= offset && offset < e.end)
+                            .expect("inside a replaced range");
+                        assert_eq!(&new[s..e], e0.text);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn offsets_map_through_insertions_deletions_and_replacements() {
         let r = |start, end, text: &str| Replacement {
@@ -465,9 +520,7 @@ mod tests {
             moved_from: None,
         };
         let edits = [r(5, 5, "abc"), r(10, 20, ""), r(30, 32, "wxyz")];
-        let m = OffsetMap {
-            edits: edits.iter().collect(),
-        };
+        let m = OffsetMap::new(edits.iter().collect());
         let at = |o| match m.map(o) {
             Mapped::At(n) => Some(n),
             Mapped::Within(..) => None,

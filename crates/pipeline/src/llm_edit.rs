@@ -292,7 +292,7 @@ pub fn plan_llm_edit(config: &Config, sources: &Sources, args: &LlmEdit) -> Resu
                 Some((doc, unit.clone()))
             })
             .collect();
-        let mut checked = check(sources, &[edits], |_, shadow| match &drift_model {
+        let mut checked = check(sources, vec![edits], |_, shadow, _| match &drift_model {
             Some(model) => drift(model, &neighbours, sources, shadow, &edited_units),
             None => Vec::new(),
         })?;

@@ -187,7 +187,7 @@ pub fn evaluate(dir: &Path, g: &Generated, per_category: usize) -> Result<Vec<Ou
                 None,
                 &*consistent,
             ));
-            let checked = ledger_edit::check(&sources, &[naive], |_, _| Vec::new())?;
+            let checked = ledger_edit::check(&sources, vec![naive], |_, _, _| Vec::new())?;
             out.push(score(
                 edit,
                 Method::Naive,
