@@ -100,8 +100,9 @@ pub fn rename_terms(
     config: &Config,
 ) -> Result<ExitCode> {
     let sources = read_sources(edit)?;
-    let plan =
-        ledger_edit::plan_rename_terms(&sources, terms, &options.include, options.keep_anchors)?;
+    let progress = crate::progress::Bar::new(config.index.progress);
+    let (include, keep) = (&options.include, options.keep_anchors);
+    let plan = ledger_edit::plan_rename_terms(&sources, terms, include, keep, &progress)?;
     eprintln!(
         "{name}: {} occurrences, {} renamed headings keeping their old anchors and {} links to renamed headings, in {} files",
         plan.occurrences,

@@ -4,6 +4,8 @@
 //! format (edge priority, content hashing, id sanitising). It does no IO, no
 //! async and carries no heavy dependency; every other crate speaks in its types.
 
+pub mod progress;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -20,7 +20,8 @@ fn main() {
         let mut occurrences = 0;
         for _ in 0..3 {
             let start = Instant::now();
-            let plan = plan_rename_terms(&sources, terms, &[], true).expect("plan");
+            let plan = plan_rename_terms(&sources, terms, &[], true, &ledger_core::progress::Quiet)
+                .expect("plan");
             let diff = plan.checked.diff(&sources);
             best = best.min(start.elapsed().as_secs_f64());
             occurrences = plan.occurrences;

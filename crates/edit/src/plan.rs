@@ -5,6 +5,7 @@
 //! an edit is written.
 
 use crate::{EditError, Finding, FindingKind, Op, Replacement, Result, io};
+use ledger_core::progress::Progress;
 use ledger_core::{Document, Severity};
 use ledger_parse::encoding::Encoding;
 use ledger_parse::regions::RegionKind;
@@ -563,6 +564,7 @@ pub fn plan_rename_term(
         &[(old.to_string(), new.to_string())],
         include,
         keep_anchors,
+        &ledger_core::progress::Quiet,
     )
 }
 
@@ -572,20 +574,30 @@ pub fn plan_rename_term(
 /// rename may put a word beside the same word ([`FindingKind::Repeat`]: "package index index").
 /// A Markdown heading whose generated anchor the rename changes keeps its old one as an explicit
 /// `{#old}` when `keep_anchors` (links from outside the corpus still land), else the links to it
-/// in the corpus follow the new anchor.
+/// in the corpus follow the new anchor. `progress` hears of each file matched, then of the two
+/// parses of verification.
 pub fn plan_rename_terms(
     sources: &Sources,
     terms: &[(String, String)],
     include: &[RegionKind],
     keep_anchors: bool,
+    progress: &dyn Progress,
 ) -> Result<RenamePlan> {
     let crate::TermRename {
         replacements: taken,
         left,
-    } = crate::rename_terms(&sources.docs, &sources.texts, terms, include)?;
+    } = crate::term::rename_terms_reporting(
+        &sources.docs,
+        &sources.texts,
+        terms,
+        include,
+        progress,
+    )?;
+    progress.start("verifying", 2);
     let mut edits = taken.clone();
     let first = crate::apply(&sources.texts, &edits)?;
     let moved = moved_anchors(sources, &Shadow::parse(sources, &first)?.docs)?;
+    progress.advance("renamed headings and their links");
     let (mut links, mut anchors_kept) = (Vec::new(), 0);
     for m in moved {
         match keep_anchors.then(|| kept_anchor(sources, &m)).flatten() {
@@ -643,6 +655,8 @@ pub fn plan_rename_terms(
         }
         findings
     })?;
+    progress.advance("references, repeats and consistency");
+    progress.finish();
     Ok(RenamePlan {
         checked,
         occurrences: taken.len(),

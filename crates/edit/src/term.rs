@@ -3,6 +3,7 @@
 
 use crate::{EditError, Replacement, Result};
 use aho_corasick::{AhoCorasick, MatchKind};
+use ledger_core::progress::{Progress, Quiet};
 use ledger_core::{Document, Format};
 use ledger_parse::regions::{RegionKind, regions};
 use rayon::prelude::*;
@@ -318,6 +319,17 @@ pub fn rename_terms(
     terms: &[(String, String)],
     include: &[RegionKind],
 ) -> Result<TermRename> {
+    rename_terms_reporting(docs, texts, terms, include, &Quiet)
+}
+
+/// [`rename_terms`], advancing `progress` by one per file.
+pub(crate) fn rename_terms_reporting(
+    docs: &[Document],
+    texts: &BTreeMap<PathBuf, String>,
+    terms: &[(String, String)],
+    include: &[RegionKind],
+    progress: &dyn Progress,
+) -> Result<TermRename> {
     if terms.is_empty() {
         return Err(EditError::Invalid("no term to rename".into()));
     }
@@ -331,15 +343,19 @@ pub fn rename_terms(
         }
     }
     let files: Vec<(PathBuf, &Document)> = files.into_iter().collect();
+    progress.start("matching terms", files.len() as u64);
     let per_file: Vec<Result<TermRename>> = files
         .par_iter()
         .map(|(path, doc)| {
             let text = texts
                 .get(path)
                 .ok_or_else(|| EditError::NotRead(path.clone()))?;
-            Ok(rename_in_file(&matcher, path, doc, text, include))
+            let found = rename_in_file(&matcher, path, doc, text, include);
+            progress.advance(&path.to_string_lossy());
+            Ok(found)
         })
         .collect();
+    progress.finish();
     let mut out = TermRename::default();
     for file in per_file {
         let file = file?;

@@ -682,3 +682,44 @@ fn reference_links_whose_text_holds_code_and_brackets_follow_a_renamed_heading()
         "{new}"
     );
 }
+
+/// What a [`Progress`](ledger_core::progress::Progress) heard: each step with its total and
+/// how many items advanced.
+#[derive(Default)]
+struct Heard(std::sync::Mutex<Vec<(String, u64, u64)>>);
+
+impl ledger_core::progress::Progress for Heard {
+    fn start(&self, what: &str, total: u64) {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((what.to_string(), total, 0));
+    }
+    fn grow(&self, _: u64) {}
+    fn advance(&self, _: &str) {
+        if let Some(step) = self.0.lock().expect("lock").last_mut() {
+            step.2 += 1;
+        }
+    }
+    fn note(&self, _: &str) {}
+    fn finish(&self) {}
+}
+
+#[test]
+fn renaming_terms_reports_each_file_matched_then_verification() {
+    let book = corpora().join("cargo-book/doc/book/src");
+    let sources = ledger_edit::Sources::read(std::slice::from_ref(&book)).expect("sources");
+    let files = sources.texts.len() as u64;
+    let terms = [("registry".to_string(), "package index".to_string())];
+    let heard = Heard::default();
+    let plan = ledger_edit::plan_rename_terms(&sources, &terms, &[], true, &heard).expect("plan");
+    assert!(plan.occurrences > 100, "{}", plan.occurrences);
+    let steps = heard.0.into_inner().expect("lock");
+    assert_eq!(
+        steps,
+        [
+            ("matching terms".to_string(), files, files),
+            ("verifying".to_string(), 2, 2)
+        ]
+    );
+}
