@@ -6,8 +6,9 @@
 //! its labelled ancestor); the gold pairs are the `\uses` of the untouched sources, attributed the
 //! same way. Scored per blueprint, over the owners that carry at least one `\uses` (an owner
 //! without any says nothing about what it needs): DEPENDS alone, REFERENCES alone, their union,
-//! and the baseline "previous statement"; plus *implicit recall*, the share of gold pairs that no
-//! REFERENCES edge carries and that DEPENDS finds.
+//! and the baseline "previous statement"; plus the *implicit* scores, on the pairs beyond
+//! REFERENCES: implicit precision, the share of DEPENDS pairs without a REFERENCES edge that are
+//! gold; implicit recall, the share of gold pairs no REFERENCES edge carries that DEPENDS finds.
 //!
 //! The learned judge is scored leave-one-blueprint-out: for each blueprint, a model trained on the
 //! others (and its threshold chosen on them) judges it. `--train` fits the shipped model on all.
@@ -292,15 +293,18 @@ fn detect(p: &Prepared, predicted: &BTreeSet<(usize, usize)>) -> Detection {
     Detection::of(&kept, &p.gold)
 }
 
-/// Gold pairs without a REFERENCES edge, and how many of them `depends` finds.
-fn implicit(p: &Prepared, depends: &BTreeSet<(usize, usize)>) -> (usize, usize) {
-    let hidden: Vec<&(usize, usize)> = p
-        .gold
-        .iter()
-        .filter(|g| !p.references.contains(g))
-        .collect();
-    let found = hidden.iter().filter(|g| depends.contains(g)).count();
-    (found, hidden.len())
+/// `depends` on the pairs beyond REFERENCES: its pairs without a REFERENCES edge (dependents
+/// restricted to annotated owners) against the gold pairs without one.
+fn implicit(p: &Prepared, depends: &BTreeSet<(usize, usize)>) -> Detection {
+    let annotated = p.annotated();
+    let beyond = |pairs: &BTreeSet<(usize, usize)>| -> BTreeSet<(usize, usize)> {
+        pairs
+            .iter()
+            .filter(|x| annotated.contains(&x.0) && !p.references.contains(x))
+            .copied()
+            .collect()
+    };
+    Detection::of(&beyond(depends), &beyond(&p.gold))
 }
 
 /// Precision, recall and F1 of one prediction on one blueprint.
@@ -359,10 +363,14 @@ pub struct Row {
     pub union: Prf,
     /// "Previous statement".
     pub previous: Prf,
-    /// Gold pairs without a REFERENCES edge that DEPENDS finds / such pairs.
-    pub implicit_recall: f64,
-    /// Such pairs.
+    /// DEPENDS on the pairs beyond REFERENCES: precision (DEPENDS pairs without a REFERENCES
+    /// edge that are gold / such pairs), recall (gold pairs without one that DEPENDS finds / such
+    /// pairs) and F1.
+    pub implicit: Prf,
+    /// Gold pairs without a REFERENCES edge.
     pub implicit_gold: usize,
+    /// DEPENDS pairs without a REFERENCES edge.
+    pub implicit_predicted: usize,
     /// Gold pairs among the judged pairs (whatever the verdict) / gold pairs: the most the judge
     /// could find.
     pub reachable: f64,
@@ -372,7 +380,7 @@ pub struct Row {
 fn row(p: &Prepared, scored: &Scored, threshold: f64) -> Row {
     let depends = at(scored, threshold);
     let union: BTreeSet<(usize, usize)> = depends.union(&p.references).copied().collect();
-    let (found, hidden) = implicit(p, &depends);
+    let beyond = implicit(p, &depends);
     Row {
         name: p.name.clone(),
         gold: p.gold.len(),
@@ -382,8 +390,9 @@ fn row(p: &Prepared, scored: &Scored, threshold: f64) -> Row {
         references: Prf::of(&detect(p, &p.references)),
         union: Prf::of(&detect(p, &union)),
         previous: Prf::of(&detect(p, &previous_statement(p))),
-        implicit_recall: found as f64 / hidden.max(1) as f64,
-        implicit_gold: hidden,
+        implicit: Prf::of(&beyond),
+        implicit_gold: beyond.gold,
+        implicit_predicted: beyond.predicted,
         reachable: p.gold.iter().filter(|g| scored.contains_key(g)).count() as f64
             / p.gold.len().max(1) as f64,
     }
@@ -493,6 +502,31 @@ fn fit(docs: &[(&Prepared, &[Example])]) -> Model {
     model
 }
 
+/// Macro scores at one threshold.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CurvePoint {
+    /// The threshold.
+    pub threshold: f64,
+    /// DEPENDS alone.
+    pub depends: Prf,
+    /// DEPENDS on the pairs beyond REFERENCES.
+    pub implicit: Prf,
+    /// REFERENCES ∪ DEPENDS.
+    pub union: Prf,
+}
+
+impl CurvePoint {
+    fn of(threshold: f64, rows: &[Row]) -> CurvePoint {
+        let mean = |f: fn(&Row) -> Prf| Prf::mean(&rows.iter().map(f).collect::<Vec<_>>());
+        CurvePoint {
+            threshold,
+            depends: mean(|r| r.depends),
+            implicit: mean(|r| r.implicit),
+            union: mean(|r| r.union),
+        }
+    }
+}
+
 /// What `ledger eval depends` measured.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -508,13 +542,12 @@ pub struct Report {
     pub macro_union: Prf,
     /// Macro "previous statement".
     pub macro_previous: Prf,
-    /// Macro implicit recall.
-    pub macro_implicit_recall: f64,
-    /// The rules judge in the same run (union and DEPENDS alone, macro), when scored.
-    pub rules: Option<(Prf, Prf, f64)>,
-    /// Points of the precision–recall curve over the threshold: (threshold, macro DEPENDS
-    /// precision, macro implicit recall, macro union F1).
-    pub curve: Vec<(f64, f64, f64, f64)>,
+    /// Macro implicit precision, recall and F1.
+    pub macro_implicit: Prf,
+    /// The rules judge in the same run (union, DEPENDS alone and implicit, macro), when scored.
+    pub rules: Option<(Prf, Prf, Prf)>,
+    /// The macro scores over the threshold.
+    pub curve: Vec<CurvePoint>,
     /// Seconds the run took.
     pub seconds: f64,
 }
@@ -596,11 +629,8 @@ pub fn evaluate(prepared: &[Prepared], mode: Mode, window: usize) -> Result<Repo
                 .par_iter()
                 .map(|p| row(p, &judged(p, &ledger_llm::depends::RulesJudge, window), 0.5))
                 .collect();
-            let macro_rules = (
-                Prf::mean(&rules.iter().map(|r| r.union).collect::<Vec<_>>()),
-                Prf::mean(&rules.iter().map(|r| r.depends).collect::<Vec<_>>()),
-                rules.iter().map(|r| r.implicit_recall).sum::<f64>() / rules.len().max(1) as f64,
-            );
+            let mean = |f: fn(&Row) -> Prf| Prf::mean(&rules.iter().map(f).collect::<Vec<_>>());
+            let macro_rules = (mean(|r| r.union), mean(|r| r.depends), mean(|r| r.implicit));
             (
                 "learned (leave one blueprint out)".to_string(),
                 rows,
@@ -626,13 +656,7 @@ pub fn evaluate(prepared: &[Prepared], mode: Mode, window: usize) -> Result<Repo
                 .zip(&per_doc)
                 .map(|(p, s)| row(p, s, t))
                 .collect();
-            let n = rs.len().max(1) as f64;
-            (
-                t,
-                rs.iter().map(|r| r.depends.precision).sum::<f64>() / n,
-                rs.iter().map(|r| r.implicit_recall).sum::<f64>() / n,
-                rs.iter().map(|r| r.union.f1).sum::<f64>() / n,
-            )
+            CurvePoint::of(t, &rs)
         })
         .collect();
     let mean = |f: fn(&Row) -> Prf| Prf::mean(&rows.iter().map(f).collect::<Vec<_>>());
@@ -642,8 +666,7 @@ pub fn evaluate(prepared: &[Prepared], mode: Mode, window: usize) -> Result<Repo
         macro_references: mean(|r| r.references),
         macro_union: mean(|r| r.union),
         macro_previous: mean(|r| r.previous),
-        macro_implicit_recall: rows.iter().map(|r| r.implicit_recall).sum::<f64>()
-            / rows.len().max(1) as f64,
+        macro_implicit: mean(|r| r.implicit),
         rows,
         rules,
         curve,
@@ -667,12 +690,12 @@ impl Report {
     pub fn markdown(&self) -> String {
         let f = |p: &Prf| format!("{:.2} | {:.2} | {:.2}", p.precision, p.recall, p.f1);
         let mut s = format!(
-            "## DEPENDS against the authors' `\\uses` ({})\n\n| blueprint | gold pairs | dependents | threshold | DEPENDS P | R | F1 | REFERENCES P | R | F1 | union P | R | F1 | previous statement P | R | F1 | implicit recall (of) | judged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            "## DEPENDS against the authors' `\\uses` ({})\n\n| blueprint | gold pairs | dependents | threshold | DEPENDS P | R | F1 | REFERENCES P | R | F1 | union P | R | F1 | union − REFERENCES F1 | previous statement P | R | F1 | implicit P | R | F1 | implicit pairs (predicted / gold) | judged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             self.judge
         );
         for r in &self.rows {
             s.push_str(&format!(
-                "| {} | {} | {} | {:.3} | {} | {} | {} | {} | {:.2} ({}) | {:.2} |\n",
+                "| {} | {} | {} | {:.3} | {} | {} | {} | {:+.3} | {} | {} | {} / {} | {:.2} |\n",
                 r.name,
                 r.gold,
                 r.dependents,
@@ -680,31 +703,55 @@ impl Report {
                 f(&r.depends),
                 f(&r.references),
                 f(&r.union),
+                r.union.f1 - r.references.f1,
                 f(&r.previous),
-                r.implicit_recall,
+                f(&r.implicit),
+                r.implicit_predicted,
                 r.implicit_gold,
                 r.reachable
             ));
         }
         s.push_str(&format!(
-            "| **macro average** | | | | {} | {} | {} | {} | {:.2} | |\n",
+            "| **macro average** | | | | {} | {} | {} | {:+.3} | {} | {} | | |\n",
             f(&self.macro_depends),
             f(&self.macro_references),
             f(&self.macro_union),
+            self.macro_union.f1 - self.macro_references.f1,
             f(&self.macro_previous),
-            self.macro_implicit_recall
+            f(&self.macro_implicit),
         ));
+        let losing: Vec<&str> = self
+            .rows
+            .iter()
+            .filter(|r| r.union.f1 < r.references.f1)
+            .map(|r| r.name.as_str())
+            .collect();
         s.push_str(&format!(
-            "\nUnion F1 − explicit references only: {:+.3} (macro).\n",
-            self.macro_union.f1 - self.macro_references.f1
+            "\nUnion F1 − explicit references only: {:+.3} (macro); the union loses to references alone on {}.\n",
+            self.macro_union.f1 - self.macro_references.f1,
+            if losing.is_empty() {
+                "no blueprint".to_string()
+            } else {
+                losing.join(", ")
+            }
         ));
         if let Some((union, depends, implicit)) = &self.rules {
             s.push_str(&format!(
-                "The rules judge in the same run (macro): DEPENDS P {:.2} R {:.2} F1 {:.2}, implicit recall {:.2}; union P {:.2} R {:.2} F1 {:.2}.\n",
-                depends.precision, depends.recall, depends.f1, implicit, union.precision, union.recall, union.f1
+                "The rules judge in the same run (macro): DEPENDS P {:.2} R {:.2} F1 {:.2}; implicit P {:.2} R {:.2} F1 {:.2}; union P {:.2} R {:.2} F1 {:.2}.\n",
+                depends.precision, depends.recall, depends.f1, implicit.precision, implicit.recall, implicit.f1, union.precision, union.recall, union.f1
             ));
         }
-        s.push_str(&format!("Took {:.1} s.\n", self.seconds));
+        s.push_str("\nOver the threshold (macro):\n\n| threshold | DEPENDS P | R | F1 | implicit P | R | F1 | union P | R | F1 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for c in self.curve.iter().step_by(2) {
+            s.push_str(&format!(
+                "| {:.3} | {} | {} | {} |\n",
+                c.threshold,
+                f(&c.depends),
+                f(&c.implicit),
+                f(&c.union)
+            ));
+        }
+        s.push_str(&format!("\nTook {:.1} s.\n", self.seconds));
         s
     }
 
@@ -727,18 +774,34 @@ impl Report {
         chart
             .configure_mesh()
             .x_desc("implicit recall (gold pairs no REFERENCES edge carries)")
-            .y_desc("DEPENDS precision")
+            .y_desc("precision")
             .draw()
             .map_err(|e| err(&e))?;
-        let points: Vec<(f64, f64)> = self.curve.iter().map(|c| (c.2, c.1)).collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), BLUE.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(self.judge.clone())
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, BLUE.filled())))
-            .map_err(|e| err(&e))?;
+        let depends_precision: fn(&CurvePoint) -> f64 = |c| c.depends.precision;
+        let implicit_precision: fn(&CurvePoint) -> f64 = |c| c.implicit.precision;
+        let lines = [
+            ("DEPENDS precision", BLUE, depends_precision),
+            (
+                "implicit precision (pairs beyond REFERENCES)",
+                RED,
+                implicit_precision,
+            ),
+        ];
+        for (name, color, y) in lines {
+            let points: Vec<(f64, f64)> = self
+                .curve
+                .iter()
+                .map(|c| (c.implicit.recall, y(c)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(format!("{}: {name}", self.judge))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.8))

@@ -77,7 +77,20 @@ fn leave_one_blueprint_out_beats_explicit_references_and_the_rules() {
     }
     // The curve runs from high recall to high precision.
     let (first, last) = (report.curve[0], report.curve[report.curve.len() - 1]);
-    assert!(first.2 > last.2 && first.1 < last.1, "{:?}", report.curve);
+    assert!(
+        first.implicit.recall > last.implicit.recall
+            && first.depends.precision < last.depends.precision,
+        "{:?}",
+        report.curve
+    );
+    // Implicit scores count only the pairs beyond REFERENCES: the gold ones no REFERENCES edge
+    // carries.
+    for (r, p) in report.rows.iter().zip(&prepared) {
+        let beyond = p.gold.iter().filter(|g| !p.references.contains(g)).count();
+        assert_eq!(r.implicit_gold, beyond, "{}", r.name);
+        assert!(r.implicit_predicted > 0, "{r:?}");
+    }
+
     let svg = work.path().join("pr.svg");
     report.plot(&svg).expect("plot");
     assert!(std::fs::read_to_string(&svg).expect("svg").contains("<svg"));
