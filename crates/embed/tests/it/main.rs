@@ -63,8 +63,16 @@ fn searches_widen_past_left_out_pairs() {
     let (theta, k) = (0.5, 10);
     let skip = |i: usize, j: usize| (i + j).is_multiple_of(2);
     let exact = exact_neighbours(&vectors, theta, k, &skip);
-    let approx = NeighbourIndex::build(&vectors, HnswParams::default())
-        .neighbours(&vectors, theta, k, &skip);
+    // Built on one thread, so that the graph is the same every run: hnsw_rs's parallel inserts
+    // link the clusters differently run to run (30 idle runs gave 0.976 to 1.0 of the exact
+    // strength, a loaded CI run 0.953). What is tested here is the widening; the parallel
+    // build's recall is `hnsw_neighbours_recall_against_brute_force`'s.
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a pool of one thread");
+    let index = one_thread.install(|| NeighbourIndex::build(&vectors, HnswParams::default()));
+    let approx = index.neighbours(&vectors, theta, k, &skip);
     assert!(exact.iter().all(|row| row.len() == k));
     for (i, row) in approx.iter().enumerate() {
         assert!(
@@ -78,10 +86,8 @@ fn searches_widen_past_left_out_pairs() {
     let ratio = strength(&approx) / strength(&exact);
     eprintln!("{full} of 3000 searches found k; strength ratio {ratio:.4}");
     // Without widening about half of the first k + 1 hits are left out and no search finds k.
-    // With it, hnsw_rs (parallel inserts, random levels: the build differs run to run) gave
-    // 2906 to 3000 full searches and 0.976 to 1.0 of the exact strength in 30 runs on this
-    // machine (a CI run failed at 2908 under the earlier floor of 2910): the searches that fall
-    // short are those whose cluster the parallel build linked poorly, not a lack of widening.
+    // With it, built on one thread: 2977 full searches and 0.992 of the exact strength, every
+    // run; the floors leave room for another CPU's rounding to link a cluster differently.
     assert!(full >= 3_000 * 93 / 100, "{full} of 3000 searches found k");
     assert!(
         ratio >= 0.96,
