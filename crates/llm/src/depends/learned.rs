@@ -14,7 +14,8 @@ use super::text::is_ancestor;
 use super::{Judge, Judged, Task, Verdict};
 use ledger_core::UnitKind;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+// Fast hashing: the judge looks words up once per candidate pair (SipHash showed in profiles).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Names of the features, in the order of [`features`]'s vectors.
 pub const FEATURES: &[&str] = &[
@@ -76,8 +77,8 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
         rank[k] = r;
     }
     // What the group names and uses of each earlier unit, gathered once.
-    let mut named: HashSet<usize> = HashSet::new();
-    let mut used: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut named: HashSet<usize> = HashSet::default();
+    let mut used: HashMap<usize, (usize, usize)> = HashMap::default();
     for &m in members {
         named.extend(ctx.cited[m].iter().map(|(x, _)| *x));
         for (j, e) in ctx.intro.uses_of(m) {
@@ -164,7 +165,7 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         return Vec::new();
     }
     let doc = ctx.doc;
-    let mut out: HashSet<usize> = HashSet::new();
+    let mut out: HashSet<usize> = HashSet::default();
     for &m in &s.members[i] {
         out.extend(super::candidates(ctx, m, window));
     }

@@ -4,7 +4,8 @@
 use super::terms::Introductions;
 use super::text::{is_ancestor, judge_text, judgeable};
 use ledger_core::{Document, UnitKind};
-use std::collections::{HashMap, HashSet};
+// Fast hashing: the judge looks words up once per candidate pair (SipHash showed in profiles).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::LazyLock;
 
 /// Environments whose unit defines what it names (shared with the rules judge).
@@ -246,12 +247,12 @@ pub(super) fn tfidf_vectors(
     texts: &[Vec<String>],
     groups: &[Vec<usize>],
 ) -> (Vec<Sparse>, Vec<Sparse>) {
-    let mut vocabulary: HashMap<&str, u32> = HashMap::new();
+    let mut vocabulary: HashMap<&str, u32> = HashMap::default();
     let mut df: Vec<u32> = Vec::new();
     for t in texts {
         // Ids in the order words first appear (not a set's order, which varies from run to
         // run and would change the order of the sums below, and so their last bits).
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: HashSet<&str> = HashSet::default();
         for w in t.iter().map(String::as_str).filter(|w| seen.insert(w)) {
             let id = *vocabulary.entry(w).or_insert_with(|| {
                 df.push(0);
@@ -262,7 +263,7 @@ pub(super) fn tfidf_vectors(
     }
     let docs = texts.iter().filter(|t| !t.is_empty()).count().max(1) as f32;
     let vector = |units: &mut dyn Iterator<Item = &Vec<String>>| {
-        let mut tf: HashMap<u32, f32> = HashMap::new();
+        let mut tf: HashMap<u32, f32> = HashMap::default();
         for t in units {
             for w in t {
                 *tf.entry(vocabulary[w.as_str()]).or_default() += 1.0;
@@ -371,7 +372,7 @@ impl Signals {
             .map(|u| u.title.as_deref().map(tokens).unwrap_or_default())
             .collect();
         let numbers_of_groups = of_groups(&own_numbers);
-        let mut df: HashMap<String, usize> = HashMap::new();
+        let mut df: HashMap<String, usize> = HashMap::default();
         for (t, m) in texts.iter().zip(&own_numbers) {
             let seen: HashSet<&String> = t.iter().chain(m).collect();
             for w in seen {
