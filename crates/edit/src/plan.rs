@@ -695,25 +695,12 @@ fn repeat_findings(
             else {
                 return out;
             };
-            // Where each edit landed: its start shifted by what the edits before it grew.
-            let mut growth: isize = 0;
-            let landed: Vec<usize> = file_edits
-                .iter()
-                .map(|e| {
-                    let at = e.start.saturating_add_signed(growth);
-                    growth += e.text.len() as isize - (e.end - e.start) as isize;
-                    at
-                })
-                .collect();
+            let landed = crate::verify::OffsetMap::new(file_edits.iter().collect());
             for r in *run {
-                let k = file_edits.partition_point(|e| (e.start, e.end) < (r.start, r.end));
-                if file_edits
-                    .get(k)
-                    .is_none_or(|e| (e.start, e.end) != (r.start, r.end))
-                {
+                let Some(start) = landed.new_start_of(r.start, r.end) else {
                     continue;
-                }
-                let (start, end) = (landed[k], landed[k] + r.text.len());
+                };
+                let end = start + r.text.len();
                 for (at, before, after) in
                     crate::term::repeats(old, new, (r.start, r.end), (start, end))
                 {

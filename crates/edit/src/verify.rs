@@ -89,6 +89,15 @@ impl<'a> OffsetMap<'a> {
         (self.edits[k].start as isize + self.growth[k]) as usize
     }
 
+    /// New start of the edit that replaced `start..end`, if one did.
+    pub(crate) fn new_start_of(&self, start: usize, end: usize) -> Option<usize> {
+        let k = self
+            .edits
+            .partition_point(|e| (e.start, e.end) < (start, end));
+        let e = self.edits.get(k)?;
+        ((e.start, e.end) == (start, end)).then(|| self.new_start(k))
+    }
+
     pub(crate) fn map(&self, offset: usize) -> Mapped {
         // The first edit that ends after `offset` (their ends rise with their starts).
         let k = self.edits.partition_point(|e| e.end <= offset);

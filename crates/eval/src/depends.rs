@@ -334,12 +334,14 @@ impl Prf {
         }
     }
 
-    fn mean(rows: &[Prf]) -> Prf {
+    /// The macro average of the scores `score` picks from each row.
+    fn mean(rows: &[Row], score: fn(&Row) -> Prf) -> Prf {
         let n = rows.len().max(1) as f64;
+        let sum = |part: fn(&Prf) -> f64| rows.iter().map(|r| part(&score(r))).sum::<f64>() / n;
         Prf {
-            precision: rows.iter().map(|r| r.precision).sum::<f64>() / n,
-            recall: rows.iter().map(|r| r.recall).sum::<f64>() / n,
-            f1: rows.iter().map(|r| r.f1).sum::<f64>() / n,
+            precision: sum(|p| p.precision),
+            recall: sum(|p| p.recall),
+            f1: sum(|p| p.f1),
         }
     }
 }
@@ -517,12 +519,11 @@ pub struct CurvePoint {
 
 impl CurvePoint {
     fn of(threshold: f64, rows: &[Row]) -> CurvePoint {
-        let mean = |f: fn(&Row) -> Prf| Prf::mean(&rows.iter().map(f).collect::<Vec<_>>());
         CurvePoint {
             threshold,
-            depends: mean(|r| r.depends),
-            implicit: mean(|r| r.implicit),
-            union: mean(|r| r.union),
+            depends: Prf::mean(rows, |r| r.depends),
+            implicit: Prf::mean(rows, |r| r.implicit),
+            union: Prf::mean(rows, |r| r.union),
         }
     }
 }
@@ -629,8 +630,11 @@ pub fn evaluate(prepared: &[Prepared], mode: Mode, window: usize) -> Result<Repo
                 .par_iter()
                 .map(|p| row(p, &judged(p, &ledger_llm::depends::RulesJudge, window), 0.5))
                 .collect();
-            let mean = |f: fn(&Row) -> Prf| Prf::mean(&rules.iter().map(f).collect::<Vec<_>>());
-            let macro_rules = (mean(|r| r.union), mean(|r| r.depends), mean(|r| r.implicit));
+            let macro_rules = (
+                Prf::mean(&rules, |r| r.union),
+                Prf::mean(&rules, |r| r.depends),
+                Prf::mean(&rules, |r| r.implicit),
+            );
             (
                 "learned (leave one blueprint out)".to_string(),
                 rows,
@@ -659,14 +663,13 @@ pub fn evaluate(prepared: &[Prepared], mode: Mode, window: usize) -> Result<Repo
             CurvePoint::of(t, &rs)
         })
         .collect();
-    let mean = |f: fn(&Row) -> Prf| Prf::mean(&rows.iter().map(f).collect::<Vec<_>>());
     Ok(Report {
         judge,
-        macro_depends: mean(|r| r.depends),
-        macro_references: mean(|r| r.references),
-        macro_union: mean(|r| r.union),
-        macro_previous: mean(|r| r.previous),
-        macro_implicit: mean(|r| r.implicit),
+        macro_depends: Prf::mean(&rows, |r| r.depends),
+        macro_references: Prf::mean(&rows, |r| r.references),
+        macro_union: Prf::mean(&rows, |r| r.union),
+        macro_previous: Prf::mean(&rows, |r| r.previous),
+        macro_implicit: Prf::mean(&rows, |r| r.implicit),
         rows,
         rules,
         curve,
