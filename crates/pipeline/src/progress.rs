@@ -1,5 +1,6 @@
 //! How long steps report how far they are: the [`Progress`] callback (defined in `ledger-core`,
-//! which the edit crate calls too), and [`Lines`], progress as a line every few seconds for logs (a terminal gets the binary's bars).
+//! which the edit crate calls too), and [`Lines`], progress as a line every few seconds for logs
+//! (a terminal gets the binary's bars).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
