@@ -55,6 +55,7 @@ pub const FEATURES: &[&str] = &[
     "cited_x_equation",
     "cited_inside",
     "title_twin",
+    "citing_x_uncited",
 ];
 
 /// The features of head `i` against each of its `candidates` (all before it), in [`FEATURES`]
@@ -148,6 +149,7 @@ pub fn features(ctx: &DocContext, s: &Signals, i: usize, candidates: &[usize]) -
                 flag(cited && equation),
                 flag(inside.contains(&j)),
                 flag(title_twin(u.title.as_deref(), c.title.as_deref())),
+                s.citing * flag(!cited),
             ]
         })
         .collect()

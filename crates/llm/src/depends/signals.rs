@@ -237,6 +237,9 @@ pub struct Signals {
     pub(super) antecedent: Vec<Option<usize>>,
     /// Per unit: the nearest earlier theorem-like unit of another group, not its ancestor.
     pub(super) previous: Vec<Option<usize>>,
+    /// How the document cites: the share of its statements (theorem-like heads) whose group
+    /// names an earlier unit of another group.
+    pub(super) citing: f64,
 }
 
 /// A sparse vector: (token id, weight), sorted by token id.
@@ -462,7 +465,20 @@ impl Signals {
                 }
             }
         }
+        let statements: Vec<usize> = (0..n)
+            .filter(|&i| group[i] == i && doc.units[i].kind == UnitKind::Theorem)
+            .collect();
+        let citing_statements = statements
+            .iter()
+            .filter(|&&i| {
+                members[i]
+                    .iter()
+                    .any(|&m| cited[m].iter().any(|&(j, _)| group[j] != i))
+            })
+            .count();
+        let citing = citing_statements as f64 / statements.len().max(1) as f64;
         Signals {
+            citing,
             group,
             members,
             words,
