@@ -186,6 +186,7 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         })
         .collect();
     let end = s.members[i].iter().copied().max().unwrap_or(i);
+    out.extend(s.similar_statements(i, end, WIDE_COSINE));
     for j in 0..end {
         let c = &doc.units[j];
         if c.kind != UnitKind::Theorem || out.contains(&j) {
@@ -193,8 +194,6 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         }
         let signal = s.share(&s.label_words[j], i) > 0.0
             || s.share(&s.title_words[j], i) > 0.0
-            || s.cosine(i, j) >= WIDE_COSINE
-            || s.notation(i, j) >= WIDE_COSINE
             || s.named(&s.title_names[j], i) >= WIDE_NAMED
             || s.named(&s.label_names[j], i) >= WIDE_NAMED;
         if signal {
@@ -638,6 +637,39 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(tfidf_vectors(&texts, &groups), first);
         }
+    }
+
+    #[test]
+    fn similar_statements_are_those_every_pairwise_cosine_finds() {
+        // The inverted index finds the statements the pairwise cosines of text and notation put
+        // at or above the floor, no more and no fewer, on a real blueprint.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../datasets/carleson-blueprint/print.tex");
+        let (sources, _) = ledger_parse::discover(&[path]);
+        let mut docs: Vec<ledger_core::Document> = sources
+            .iter()
+            .map(|s| ledger_parse::parse(s, None))
+            .collect();
+        ledger_parse::resolve_corpus(&mut docs);
+        let doc = &docs[0];
+        let ctx = DocContext::new(doc);
+        let s = ctx.signals();
+        let mut compared = 0;
+        for i in (0..doc.units.len()).filter(|&i| s.judged(i)) {
+            let end = s.members[i].iter().copied().max().unwrap_or(i);
+            let pairwise: Vec<usize> = (0..end)
+                .filter(|&j| doc.units[j].kind == UnitKind::Theorem)
+                .filter(|&j| s.cosine(i, j) >= WIDE_COSINE || s.notation(i, j) >= WIDE_COSINE)
+                .collect();
+            compared += pairwise.len();
+            assert_eq!(
+                s.similar_statements(i, end, WIDE_COSINE),
+                pairwise,
+                "{}",
+                doc.units[i].id
+            );
+        }
+        assert!(compared > 1000, "{compared}");
     }
 
     #[test]

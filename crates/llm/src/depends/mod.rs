@@ -135,9 +135,13 @@ pub struct Report {
     pub edges: usize,
 }
 
-/// The tasks of a document: every judgeable unit that has candidates.
+/// The tasks of a document: every judgeable unit that has candidates, in document order. Their
+/// candidates are found in parallel (rayon): the learned judge compares each unit with every
+/// earlier statement, and a large document would otherwise keep one core busy alone.
 pub fn tasks<'a>(ctx: &'a DocContext<'a>, judge: &dyn Judge, window: usize) -> Vec<Task<'a>> {
+    use rayon::prelude::*;
     (0..ctx.doc.units.len())
+        .into_par_iter()
         .filter(|&i| judgeable(&ctx.doc.units[i]))
         .filter_map(|i| {
             let candidates = judge.candidates(ctx, i, window);
@@ -208,7 +212,13 @@ pub fn judge_corpus_reporting(
             use rayon::prelude::*;
             docs.par_iter().map(DocContext::new).collect()
         };
-        let per_doc: Vec<Vec<Task>> = contexts.iter().map(|c| tasks(c, judge, window)).collect();
+        let per_doc: Vec<Vec<Task>> = {
+            use rayon::prelude::*;
+            contexts
+                .par_iter()
+                .map(|c| tasks(c, judge, window))
+                .collect()
+        };
         let mut slots: Vec<Vec<Option<Judgment>>> = per_doc
             .iter()
             .map(|ts| {

@@ -201,8 +201,9 @@ pub struct Signals {
     pub group: Vec<usize>,
     /// Per head: the units of its group, the head first.
     pub(super) members: Vec<Vec<usize>>,
-    /// Per head: the token set of its group's text; per other unit: its own.
-    pub(super) words: Vec<HashSet<String>>,
+    /// Per head: the token set of its group's text; per other unit: its own ([`Vocabulary`]
+    /// ids, as every word below).
+    pub(super) words: Vec<HashSet<u32>>,
     /// Per unit: the TF-IDF vector of its own text, unit length, sorted by token id.
     pub(super) tfidf: Vec<Vec<(u32, f32)>>,
     /// Per head: the TF-IDF vector of its group's text.
@@ -212,19 +213,16 @@ pub struct Signals {
     /// Per head: the notation vector of its group.
     pub(super) group_math: Vec<Vec<(u32, f32)>>,
     /// Per unit: the words of its labels.
-    pub(super) label_words: Vec<Vec<String>>,
+    pub(super) label_words: Vec<Vec<u32>>,
     /// Per unit: the words of its title.
-    pub(super) title_words: Vec<Vec<String>>,
-    /// Per unit: the words and numbers of its title (what names it).
-    pub(super) title_names: Vec<Vec<String>>,
-    /// Per unit: the words and numbers of its labels.
-    pub(super) label_names: Vec<Vec<String>>,
+    pub(super) title_words: Vec<Vec<u32>>,
+    /// Per unit: the words and numbers of its title (what names it), each with its weight: its
+    /// inverse document frequency over the judgeable units' text (rare words name more).
+    pub(super) title_names: Vec<Vec<(u32, f64)>>,
+    /// Per unit: the words and numbers of its labels, weighted alike.
+    pub(super) label_names: Vec<Vec<(u32, f64)>>,
     /// Per head: the numbers of its group's text; per other unit: its own.
-    pub(super) numbers: Vec<HashSet<String>>,
-    /// Inverse document frequency over the judgeable units of each word and number.
-    pub(super) idf: HashMap<String, f64>,
-    /// The weight of a word or number no unit's text holds.
-    pub(super) unseen_idf: f64,
+    pub(super) numbers: Vec<HashSet<u32>>,
     /// Per unit: the nearest enclosing section, and the topmost one.
     pub(super) section: Vec<(Option<usize>, Option<usize>)>,
     /// Per unit: how many units name it or use what it introduces.
@@ -237,6 +235,10 @@ pub struct Signals {
     pub(super) antecedent: Vec<Option<usize>>,
     /// Per unit: the nearest earlier theorem-like unit of another group, not its ancestor.
     pub(super) previous: Vec<Option<usize>>,
+    /// Per text term id, then per notation term id: the theorem-like units whose own vector holds
+    /// it, with its weight there, in document order (an inverted index: a head is compared
+    /// with the statements that share a term, not with every earlier one).
+    pub(super) statement_postings: [Vec<Vec<(u32, f32)>>; 2],
     /// How the document cites: the share of its statements (theorem-like heads) whose group
     /// names an earlier unit of another group.
     pub(super) citing: f64,
@@ -303,6 +305,22 @@ pub(super) fn tfidf_vectors(
     (own, grouped)
 }
 
+/// The words and numbers of one document, each given an id once, so that the judge compares
+/// integers per candidate pair rather than strings.
+#[derive(Default)]
+struct Vocabulary(HashMap<String, u32>);
+
+impl Vocabulary {
+    fn id(&mut self, word: String) -> u32 {
+        let next = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
+        *self.0.entry(word).or_insert(next)
+    }
+
+    fn ids(&mut self, words: impl IntoIterator<Item = String>) -> Vec<u32> {
+        words.into_iter().map(|w| self.id(w)).collect()
+    }
+}
+
 pub(super) fn cosine(a: &[(u32, f32)], b: &[(u32, f32)]) -> f64 {
     let (mut x, mut y, mut dot) = (0, 0, 0.0f32);
     while x < a.len() && y < b.len() {
@@ -348,8 +366,17 @@ impl Signals {
         }
         let (tfidf, group_tfidf) = tfidf_vectors(&texts, &members);
         let (math, group_math) = tfidf_vectors(&atoms, &members);
+        let mut vocabulary = Vocabulary::default();
+        let text_ids: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| vocabulary.ids(t.iter().cloned()))
+            .collect();
+        let number_ids: Vec<Vec<u32>> = own_numbers
+            .iter()
+            .map(|t| vocabulary.ids(t.iter().cloned()))
+            .collect();
         // Per head, what its group's units hold; per other unit, what it holds itself.
-        let of_groups = |per_unit: &[Vec<String>]| -> Vec<HashSet<String>> {
+        let of_groups = |per_unit: &[Vec<u32>]| -> Vec<HashSet<u32>> {
             (0..n)
                 .map(|i| {
                     let of = if group[i] == i {
@@ -358,58 +385,71 @@ impl Signals {
                         std::slice::from_ref(&i)
                     };
                     of.iter()
-                        .flat_map(|&k| per_unit[k].iter().cloned())
+                        .flat_map(|&k| per_unit[k].iter().copied())
                         .collect()
                 })
                 .collect()
         };
-        let words = of_groups(&texts);
+        let words = of_groups(&text_ids);
+        let numbers_of_groups = of_groups(&number_ids);
         let label_words = doc
             .units
             .iter()
-            .map(|u| u.labels.iter().flat_map(|(l, _)| label_words(l)).collect())
+            .map(|u| vocabulary.ids(u.labels.iter().flat_map(|(l, _)| label_words(l))))
             .collect();
         let title_words = doc
             .units
             .iter()
-            .map(|u| u.title.as_deref().map(tokens).unwrap_or_default())
+            .map(|u| vocabulary.ids(u.title.as_deref().map(tokens).unwrap_or_default()))
             .collect();
-        let numbers_of_groups = of_groups(&own_numbers);
-        let mut df: HashMap<String, usize> = HashMap::default();
-        for (t, m) in texts.iter().zip(&own_numbers) {
-            let seen: HashSet<&String> = t.iter().chain(m).collect();
+        // Document frequency by id; a word no text holds (ids past them) weighs the most.
+        let mut df: Vec<usize> = Vec::new();
+        for (t, m) in text_ids.iter().zip(&number_ids) {
+            let seen: HashSet<u32> = t.iter().chain(m).copied().collect();
             for w in seen {
-                *df.entry(w.clone()).or_default() += 1;
+                let w = w as usize;
+                if df.len() <= w {
+                    df.resize(w + 1, 0);
+                }
+                df[w] += 1;
             }
         }
         let judged_units = doc.units.iter().filter(|u| judgeable(u)).count().max(1) as f64;
-        let idf = df
-            .into_iter()
-            .map(|(w, d)| (w, (judged_units / d as f64).ln().max(0.0) + 0.1))
-            .collect();
+        let unseen_idf = judged_units.ln() + 0.1;
+        let idf = |w: u32| match df.get(w as usize) {
+            Some(&d) if d > 0 => (judged_units / d as f64).ln().max(0.0) + 0.1,
+            _ => unseen_idf,
+        };
+        let mut weighted = |names: Vec<String>| -> Vec<(u32, f64)> {
+            let mut names = names;
+            names.sort();
+            names.dedup();
+            names
+                .into_iter()
+                .map(|w| {
+                    let id = vocabulary.id(w);
+                    (id, idf(id))
+                })
+                .collect()
+        };
         let title_names = doc
             .units
             .iter()
             .map(|u| {
                 let t = u.title.as_deref().unwrap_or_default();
-                let mut v: Vec<String> = tokens(t).into_iter().chain(numbers(t)).collect();
-                v.sort();
-                v.dedup();
-                v
+                weighted(tokens(t).into_iter().chain(numbers(t)).collect())
             })
             .collect();
         let label_names = doc
             .units
             .iter()
             .map(|u| {
-                let mut v: Vec<String> = u
-                    .labels
-                    .iter()
-                    .flat_map(|(l, _)| self::label_words(l).into_iter().chain(numbers(l)))
-                    .collect();
-                v.sort();
-                v.dedup();
-                v
+                weighted(
+                    u.labels
+                        .iter()
+                        .flat_map(|(l, _)| self::label_words(l).into_iter().chain(numbers(l)))
+                        .collect(),
+                )
             })
             .collect();
         let section = (0..n)
@@ -477,7 +517,25 @@ impl Signals {
             })
             .count();
         let citing = citing_statements as f64 / statements.len().max(1) as f64;
+        let postings = |vectors: &[Vec<(u32, f32)>]| {
+            let mut out: Vec<Vec<(u32, f32)>> = Vec::new();
+            for (j, v) in vectors.iter().enumerate() {
+                if doc.units[j].kind != UnitKind::Theorem {
+                    continue;
+                }
+                for &(t, w) in v {
+                    let t = t as usize;
+                    if out.len() <= t {
+                        out.resize_with(t + 1, Vec::new);
+                    }
+                    out[t].push((j as u32, w));
+                }
+            }
+            out
+        };
+        let statement_postings = [postings(&tfidf), postings(&math)];
         Signals {
+            statement_postings,
             citing,
             group,
             members,
@@ -491,8 +549,6 @@ impl Signals {
             title_names,
             label_names,
             numbers: numbers_of_groups,
-            idf,
-            unseen_idf: judged_units.ln() + 0.1,
             section,
             popularity,
             rank,
@@ -517,6 +573,44 @@ impl Signals {
         cosine(a, &self.tfidf[j])
     }
 
+    /// The theorem-like units before `end` whose text ([`Signals::cosine`]) or notation
+    /// ([`Signals::notation`]) is at least `floor` close to head `i`'s group, in document order.
+    /// The same sums as those two, in the same order (the head's terms by id), so the same bits.
+    pub(super) fn similar_statements(&self, i: usize, end: usize, floor: f64) -> Vec<usize> {
+        let mut close: Vec<usize> = Vec::new();
+        let heads = [
+            if self.group_tfidf[i].is_empty() {
+                &self.tfidf[i]
+            } else {
+                &self.group_tfidf[i]
+            },
+            if self.group_math[i].is_empty() {
+                &self.math[i]
+            } else {
+                &self.group_math[i]
+            },
+        ];
+        let mut dot: HashMap<u32, f32> = HashMap::default();
+        for (head, postings) in heads.into_iter().zip(&self.statement_postings) {
+            dot.clear();
+            for &(t, a) in head {
+                for &(j, b) in postings.get(t as usize).map_or(&[][..], Vec::as_slice) {
+                    if (j as usize) < end {
+                        *dot.entry(j).or_insert(0.0) += a * b;
+                    }
+                }
+            }
+            close.extend(
+                dot.iter()
+                    .filter(|&(_, &d)| f64::from(d) >= floor)
+                    .map(|(&j, _)| j as usize),
+            );
+        }
+        close.sort_unstable();
+        close.dedup();
+        close
+    }
+
     /// Cosine of the notation vectors of head `i`'s group and unit `j`.
     pub(super) fn notation(&self, i: usize, j: usize) -> f64 {
         let a = if self.group_math[i].is_empty() {
@@ -527,14 +621,13 @@ impl Signals {
         cosine(a, &self.math[j])
     }
 
-    /// Share of the weight of `names` (each word or number by its [`Signals::idf`]) that head
-    /// `i`'s group contains: rare words and numbers count more than common ones.
-    pub(super) fn named(&self, names: &[String], i: usize) -> f64 {
+    /// Share of the weight of `names` (each word or number with its inverse document frequency)
+    /// that head `i`'s group contains: rare words and numbers count more than common ones.
+    pub(super) fn named(&self, names: &[(u32, f64)], i: usize) -> f64 {
         let (mut found, mut all) = (0.0, 0.0);
-        for w in names {
-            let weight = self.idf.get(w).copied().unwrap_or(self.unseen_idf);
+        for &(w, weight) in names {
             all += weight;
-            if self.words[i].contains(w) || self.numbers[i].contains(w) {
+            if self.words[i].contains(&w) || self.numbers[i].contains(&w) {
                 found += weight;
             }
         }
@@ -542,11 +635,11 @@ impl Signals {
     }
 
     /// Share of `words` that head `i`'s group contains.
-    pub(super) fn share(&self, words: &[String], i: usize) -> f64 {
+    pub(super) fn share(&self, words: &[u32], i: usize) -> f64 {
         if words.is_empty() {
             return 0.0;
         }
-        let found = words.iter().filter(|w| self.words[i].contains(*w)).count();
+        let found = words.iter().filter(|w| self.words[i].contains(w)).count();
         found as f64 / words.len() as f64
     }
 }
