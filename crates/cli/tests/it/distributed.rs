@@ -774,6 +774,60 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
 }
 
 #[test]
+fn a_worker_judging_at_another_threshold_is_refused_not_merged() {
+    // Issue 46: a coordinator at `depends.threshold = 0.5` and a worker at the model's own
+    // threshold would have built one graph of edges judged at two operating points. The
+    // threshold is in the judge's name and so in the fingerprint: every job is refused, with
+    // the reason, and none of the worker's parts is merged.
+    let Some(_broker) = broker() else { return };
+    let llm = server::FakeServer::start();
+    let env = Env::new("threshold", &llm);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = corpus(dir.path());
+    let out = dir.path().join("graph");
+    let learned = |mut c: Command| {
+        c.env_remove("LEDGER_LLM_URL")
+            .env_remove("LEDGER_LLM_MODEL")
+            .env("LEDGER_DEPENDS_JUDGE", "learned");
+        c
+    };
+    let mut coordinator = learned(env.command(&["coordinator", s(&input), "--out", s(&out)]));
+    coordinator.env("LEDGER_DEPENDS_THRESHOLD", "0.5");
+    let coordinator = coordinator
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coordinator starts");
+    let worker = learned(env.command(&["worker"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("worker starts");
+    let o = wait(coordinator, Duration::from_secs(300));
+    terminate(worker);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let letters = env.dead_letters();
+    let reasons: Vec<&str> = letters.iter().map(|l| l.error.as_str()).collect();
+    assert_eq!(letters.len(), 7, "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.contains("fingerprint") && r.contains("differs from the coordinator's")),
+        "{reasons:?}"
+    );
+    // The run reports them dead; the graph it commits holds none of their parts.
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert!(printed.contains("7 dead"), "{printed}");
+    assert!(printed.contains("documents: 0 "), "{printed}");
+    assert_eq!(documents(&out), 0);
+}
+
+#[test]
 fn an_https_endpoint_and_an_amqps_broker_are_trusted_through_tls_ca_file() {
     let Some(_broker) = broker() else { return };
     let llm = server::FakeServer::start();
