@@ -45,8 +45,9 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
     /// A job this worker's configuration does not allow: dead-lettered at once, not retried.
+    /// The refusal is its message, not its source, so that an error chain says it once.
     #[error("refused: {0}")]
-    Refused(#[from] Refusal),
+    Refused(Refusal),
     /// A source changed between the coordinator's scan and the worker's parse (retried; a new
     /// coordinator run picks the change up).
     #[error(
