@@ -271,6 +271,13 @@ fn assert_same_graph(a: &Path, b: &Path) {
     }
 }
 
+/// `c` without the test's LLM endpoint: the offline judge, no endpoint of its own.
+fn offline(mut c: Command) -> Command {
+    c.env_remove("LEDGER_LLM_URL")
+        .env_remove("LEDGER_LLM_MODEL");
+    c
+}
+
 fn documents(graph: &Path) -> usize {
     tables(graph)[0].1.len()
 }
@@ -696,12 +703,6 @@ fn a_worker_refuses_jobs_its_configuration_does_not_allow() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = corpus(dir.path());
     let out = dir.path().join("graph");
-    // Coordinator and worker with the offline judge: no endpoint of their own.
-    let offline = |mut c: Command| {
-        c.env_remove("LEDGER_LLM_URL")
-            .env_remove("LEDGER_LLM_MODEL");
-        c
-    };
     let coordinator = offline(env.command(&["coordinator", s(&input), "--out", s(&out)]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -785,20 +786,15 @@ fn a_worker_judging_at_another_threshold_is_refused_not_merged() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = corpus(dir.path());
     let out = dir.path().join("graph");
-    let learned = |mut c: Command| {
-        c.env_remove("LEDGER_LLM_URL")
-            .env_remove("LEDGER_LLM_MODEL")
-            .env("LEDGER_DEPENDS_JUDGE", "learned");
-        c
-    };
-    let mut coordinator = learned(env.command(&["coordinator", s(&input), "--out", s(&out)]));
+    // Both with the learned judge (auto, without an endpoint).
+    let mut coordinator = offline(env.command(&["coordinator", s(&input), "--out", s(&out)]));
     coordinator.env("LEDGER_DEPENDS_THRESHOLD", "0.5");
     let coordinator = coordinator
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("coordinator starts");
-    let worker = learned(env.command(&["worker"]))
+    let worker = offline(env.command(&["worker"]))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()

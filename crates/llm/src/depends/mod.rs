@@ -19,6 +19,7 @@ mod text;
 pub use context::{DocContext, candidates};
 pub use learned::{LearnedJudge, Model};
 pub use llm::LlmJudge;
+use rayon::prelude::*;
 pub use rules::RulesJudge;
 pub use signals::{Signals, statements};
 pub use terms::Introductions;
@@ -139,7 +140,6 @@ pub struct Report {
 /// candidates are found in parallel (rayon): the learned judge compares each unit with every
 /// earlier statement, and a large document would otherwise keep one core busy alone.
 pub fn tasks<'a>(ctx: &'a DocContext<'a>, judge: &dyn Judge, window: usize) -> Vec<Task<'a>> {
-    use rayon::prelude::*;
     (0..ctx.doc.units.len())
         .into_par_iter()
         .filter(|&i| judgeable(&ctx.doc.units[i]))
@@ -208,17 +208,11 @@ pub fn judge_corpus_reporting(
 ) -> Report {
     let name = judge.name().to_string();
     let results: Vec<(Vec<Judgment>, Vec<Edge>)> = {
-        let contexts: Vec<DocContext> = {
-            use rayon::prelude::*;
-            docs.par_iter().map(DocContext::new).collect()
-        };
-        let per_doc: Vec<Vec<Task>> = {
-            use rayon::prelude::*;
-            contexts
-                .par_iter()
-                .map(|c| tasks(c, judge, window))
-                .collect()
-        };
+        let contexts: Vec<DocContext> = docs.par_iter().map(DocContext::new).collect();
+        let per_doc: Vec<Vec<Task>> = contexts
+            .par_iter()
+            .map(|c| tasks(c, judge, window))
+            .collect();
         let mut slots: Vec<Vec<Option<Judgment>>> = per_doc
             .iter()
             .map(|ts| {

@@ -590,12 +590,25 @@ impl Signals {
 
     /// Cosine of the TF-IDF vectors of head `i`'s group and unit `j`.
     pub(super) fn cosine(&self, i: usize, j: usize) -> f64 {
-        let a = if self.group_tfidf[i].is_empty() {
+        cosine(self.head_text(i), &self.tfidf[j])
+    }
+
+    /// Head `i`'s TF-IDF vector: its group's, or its own when it is alone.
+    fn head_text(&self, i: usize) -> &[(u32, f32)] {
+        if self.group_tfidf[i].is_empty() {
             &self.tfidf[i]
         } else {
             &self.group_tfidf[i]
-        };
-        cosine(a, &self.tfidf[j])
+        }
+    }
+
+    /// Head `i`'s notation vector: its group's, or its own when it is alone.
+    fn head_math(&self, i: usize) -> &[(u32, f32)] {
+        if self.group_math[i].is_empty() {
+            &self.math[i]
+        } else {
+            &self.group_math[i]
+        }
     }
 
     /// The theorem-like units before `end` whose text ([`Signals::cosine`]) or notation
@@ -603,18 +616,7 @@ impl Signals {
     /// The same sums as those two, in the same order (the head's terms by id), so the same bits.
     pub(super) fn similar_statements(&self, i: usize, end: usize, floor: f64) -> Vec<usize> {
         let mut close: Vec<usize> = Vec::new();
-        let heads = [
-            if self.group_tfidf[i].is_empty() {
-                &self.tfidf[i]
-            } else {
-                &self.group_tfidf[i]
-            },
-            if self.group_math[i].is_empty() {
-                &self.math[i]
-            } else {
-                &self.group_math[i]
-            },
-        ];
+        let heads = [self.head_text(i), self.head_math(i)];
         let mut dot: HashMap<u32, f32> = HashMap::default();
         for (head, postings) in heads.into_iter().zip(&self.statement_postings) {
             dot.clear();
@@ -638,12 +640,7 @@ impl Signals {
 
     /// Cosine of the notation vectors of head `i`'s group and unit `j`.
     pub(super) fn notation(&self, i: usize, j: usize) -> f64 {
-        let a = if self.group_math[i].is_empty() {
-            &self.math[i]
-        } else {
-            &self.group_math[i]
-        };
-        cosine(a, &self.math[j])
+        cosine(self.head_math(i), &self.math[j])
     }
 
     /// Share of the weight of `names` (each word or number with its inverse document frequency)
