@@ -187,9 +187,8 @@ pub fn candidates(ctx: &DocContext, s: &Signals, i: usize, window: usize) -> Vec
         .collect();
     let end = s.members[i].iter().copied().max().unwrap_or(i);
     out.extend(s.similar_statements(i, end, WIDE_COSINE));
-    for j in 0..end {
-        let c = &doc.units[j];
-        if c.kind != UnitKind::Theorem || out.contains(&j) {
+    for j in s.statements_sharing_a_name(i, end) {
+        if out.contains(&j) {
             continue;
         }
         let signal = s.share(&s.label_words[j], i) > 0.0
@@ -227,14 +226,14 @@ fn statements_holding(doc: &ledger_core::Document, j: usize) -> impl Iterator<It
 /// Whether two titles are the same but for their numbers ("Equation 7", "Equation 12"): parallel
 /// statements, seldom one built on the other.
 fn title_twin(a: Option<&str>, b: Option<&str>) -> bool {
-    let stem = |t: &str| -> String {
+    // Compared as they are made, without allocating: this runs once per candidate pair.
+    fn stem(t: &str) -> impl Iterator<Item = char> + '_ {
         t.chars()
             .filter(|c| !c.is_ascii_digit() && !c.is_whitespace())
             .flat_map(char::to_lowercase)
-            .collect()
-    };
+    }
     match (a, b) {
-        (Some(a), Some(b)) => !stem(a).is_empty() && stem(a) == stem(b),
+        (Some(a), Some(b)) => stem(a).next().is_some() && stem(a).eq(stem(b)),
         _ => false,
     }
 }
@@ -619,7 +618,9 @@ impl Judge for LearnedJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::depends::signals::{STOP, label_words, math_atoms, tfidf_vectors, tokens};
+    use crate::depends::signals::{
+        STOP, Vocabulary, label_words, math_atoms, tfidf_vectors, tokens,
+    };
 
     #[test]
     fn tfidf_vectors_are_the_same_bits_every_time() {
@@ -633,9 +634,14 @@ mod tests {
             })
             .collect();
         let groups: Vec<Vec<usize>> = (0..40).map(|i| vec![i]).collect();
-        let first = tfidf_vectors(&texts, &groups);
+        let vectors = || {
+            let mut vocabulary = Vocabulary::default();
+            let ids: Vec<Vec<u32>> = texts.iter().map(|t| vocabulary.ids(t)).collect();
+            tfidf_vectors(&ids, &groups)
+        };
+        let first = vectors();
         for _ in 0..5 {
-            assert_eq!(tfidf_vectors(&texts, &groups), first);
+            assert_eq!(vectors(), first);
         }
     }
 

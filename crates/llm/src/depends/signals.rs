@@ -95,8 +95,20 @@ pub(super) fn math_atoms(text: &str) -> Vec<String> {
 /// learned judge's profile): in a run of ASCII letters and digits, the word starts at its first
 /// letter and takes the rest of the run.
 pub(super) fn tokens(text: &str) -> Vec<String> {
-    let bytes = text.as_bytes();
     let mut out = Vec::new();
+    for_each_token(text, |t| out.push(t.to_string()));
+    out
+}
+
+/// Calls `f` with each of [`tokens`] in turn, without allocating one string per token.
+fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let mut lower = String::new();
+    let mut emit = |token: &str| {
+        if !STOP_SET.contains(token) {
+            f(token);
+        }
+    };
     let mut p = 0;
     while p < bytes.len() {
         let b = bytes[p];
@@ -104,7 +116,7 @@ pub(super) fn tokens(text: &str) -> Vec<String> {
             let end = (p + 1..bytes.len())
                 .find(|&k| !bytes[k].is_ascii_alphabetic())
                 .unwrap_or(bytes.len());
-            push_token(&mut out, &text[p..end]);
+            emit(&text[p..end]);
             p = end;
         } else if b.is_ascii_alphanumeric() {
             let end = (p..bytes.len())
@@ -113,20 +125,15 @@ pub(super) fn tokens(text: &str) -> Vec<String> {
             if let Some(first) = (p..end).find(|&k| bytes[k].is_ascii_alphabetic())
                 && end - first >= 3
             {
-                push_token(&mut out, &text[first..end].to_ascii_lowercase());
+                lower.clear();
+                lower.push_str(&text[first..end]);
+                lower.make_ascii_lowercase();
+                emit(&lower);
             }
             p = end;
         } else {
             p += 1;
         }
-    }
-    out
-}
-
-/// Pushes `token` unless it is a stop word.
-fn push_token(out: &mut Vec<String>, token: &str) {
-    if !STOP_SET.contains(token) {
-        out.push(token.to_string());
     }
 }
 
@@ -264,6 +271,10 @@ pub struct Signals {
     /// it, with its weight there, in document order (an inverted index: a head is compared
     /// with the statements that share a term, not with every earlier one).
     pub(super) statement_postings: [Vec<Vec<(u32, f32)>>; 2],
+    /// Per word or number id: the theorem-like units whose label or title holds it, in document
+    /// order (an inverted index: a head is checked against the statements whose names it
+    /// shares a word with, not against every earlier one).
+    name_postings: Vec<Vec<u32>>,
     /// How the document cites: the share of its statements (theorem-like heads) whose group
     /// names an earlier unit of another group.
     pub(super) citing: f64,
@@ -272,41 +283,42 @@ pub struct Signals {
 /// A sparse vector: (token id, weight), sorted by token id.
 type Sparse = Vec<(u32, f32)>;
 
-/// TF-IDF vectors of token lists: `(1 + ln tf) · ln(N / df)`, unit length, sorted by token id.
+/// TF-IDF vectors of texts given as term ids (dense from 0, as [`Vocabulary`] gives them):
+/// `(1 + ln tf) · ln(N / df)`, unit length, sorted by term id; per unit its own text's, per group
+/// of more than one unit the group's (empty for the others).
 pub(super) fn tfidf_vectors(
-    texts: &[Vec<String>],
+    texts: &[Vec<u32>],
     groups: &[Vec<usize>],
 ) -> (Vec<Sparse>, Vec<Sparse>) {
-    let mut vocabulary: HashMap<&str, u32> = HashMap::default();
-    let mut df: Vec<u32> = Vec::new();
-    for t in texts {
-        // Ids in the order words first appear (not a set's order, which varies from run to
-        // run and would change the order of the sums below, and so their last bits).
-        let mut seen: HashSet<&str> = HashSet::default();
-        for w in t.iter().map(String::as_str).filter(|w| seen.insert(w)) {
-            let id = *vocabulary.entry(w).or_insert_with(|| {
-                df.push(0);
-                (df.len() - 1) as u32
-            });
-            df[id as usize] += 1;
+    let terms = texts
+        .iter()
+        .flatten()
+        .map(|&w| w as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let (mut df, mut last_text) = (vec![0u32; terms], vec![usize::MAX; terms]);
+    for (k, t) in texts.iter().enumerate() {
+        for &w in t {
+            let w = w as usize;
+            if last_text[w] != k {
+                last_text[w] = k;
+                df[w] += 1;
+            }
         }
     }
     let docs = texts.iter().filter(|t| !t.is_empty()).count().max(1) as f32;
-    let vector = |units: &mut dyn Iterator<Item = &Vec<String>>| {
-        let mut tf: HashMap<u32, f32> = HashMap::default();
-        for t in units {
-            for w in t {
-                *tf.entry(vocabulary[w.as_str()]).or_default() += 1.0;
-            }
-        }
-        let mut v: Vec<(u32, f32)> = tf
-            .into_iter()
-            .map(|(id, c)| (id, (1.0 + c.ln()) * (docs / df[id as usize] as f32).ln()))
+    let vector = |ids: &mut dyn Iterator<Item = u32>| {
+        let mut ids: Vec<u32> = ids.collect();
+        ids.sort_unstable();
+        // Each run of one id is its term frequency; the sums below go in id order.
+        let mut v: Sparse = ids
+            .chunk_by(|a, b| a == b)
+            .map(|run| {
+                let (id, tf) = (run[0], run.len() as f32);
+                (id, (1.0 + tf.ln()) * (docs / df[id as usize] as f32).ln())
+            })
             .filter(|(_, x)| *x > 0.0)
             .collect();
-        // In id order before summing: the map's order varies from run to run, and so would
-        // the last bit of the norm.
-        v.sort_unstable_by_key(|(id, _)| *id);
         let norm = v.iter().map(|(_, x)| x * x).sum::<f32>().sqrt();
         if norm > 0.0 {
             v.iter_mut().for_each(|(_, x)| *x /= norm);
@@ -315,7 +327,7 @@ pub(super) fn tfidf_vectors(
     };
     let own = texts
         .iter()
-        .map(|t| vector(&mut std::iter::once(t)))
+        .map(|t| vector(&mut t.iter().copied()))
         .collect();
     let grouped = groups
         .iter()
@@ -323,7 +335,7 @@ pub(super) fn tfidf_vectors(
             if m.len() <= 1 {
                 Vec::new()
             } else {
-                vector(&mut m.iter().map(|&k| &texts[k]))
+                vector(&mut m.iter().flat_map(|&k| texts[k].iter().copied()))
             }
         })
         .collect();
@@ -333,16 +345,21 @@ pub(super) fn tfidf_vectors(
 /// The words and numbers of one document, each given an id once, so that the judge compares
 /// integers per candidate pair rather than strings.
 #[derive(Default)]
-struct Vocabulary(HashMap<String, u32>);
+pub(super) struct Vocabulary(HashMap<String, u32>);
 
 impl Vocabulary {
-    fn id(&mut self, word: String) -> u32 {
+    /// The id of `word`: the next free one, from 0, the first time it is seen.
+    pub(super) fn id(&mut self, word: &str) -> u32 {
+        if let Some(&id) = self.0.get(word) {
+            return id;
+        }
         let next = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
-        *self.0.entry(word).or_insert(next)
+        self.0.insert(word.to_string(), next);
+        next
     }
 
-    fn ids(&mut self, words: impl IntoIterator<Item = String>) -> Vec<u32> {
-        words.into_iter().map(|w| self.id(w)).collect()
+    pub(super) fn ids<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> Vec<u32> {
+        words.into_iter().map(|w| self.id(w.as_ref())).collect()
     }
 }
 
@@ -378,28 +395,27 @@ impl Signals {
             m.sort_by_key(|&k| (k != g, k));
         }
         // Each judgeable unit's words and its math's notation, from what the judge sees of it.
-        let (mut texts, mut atoms, mut own_numbers) = (Vec::new(), Vec::new(), Vec::new());
+        // The texts' words take the first ids, so that they are dense for the TF-IDF vectors;
+        // the notation has its own.
+        let mut vocabulary = Vocabulary::default();
+        let (mut text_ids, mut atoms, mut own_numbers) = (Vec::new(), Vec::new(), Vec::new());
         for u in &doc.units {
             let seen = if judgeable(u) {
                 judge_text(&u.text)
             } else {
                 String::new()
             };
-            texts.push(tokens(&seen));
+            let mut ids = Vec::new();
+            for_each_token(&seen, |t| ids.push(vocabulary.id(t)));
+            text_ids.push(ids);
             atoms.push(math_atoms(&seen));
             own_numbers.push(numbers(&seen).collect::<Vec<String>>());
         }
-        let (tfidf, group_tfidf) = tfidf_vectors(&texts, &members);
-        let (math, group_math) = tfidf_vectors(&atoms, &members);
-        let mut vocabulary = Vocabulary::default();
-        let text_ids: Vec<Vec<u32>> = texts
-            .iter()
-            .map(|t| vocabulary.ids(t.iter().cloned()))
-            .collect();
-        let number_ids: Vec<Vec<u32>> = own_numbers
-            .iter()
-            .map(|t| vocabulary.ids(t.iter().cloned()))
-            .collect();
+        let mut notation = Vocabulary::default();
+        let atom_ids: Vec<Vec<u32>> = atoms.iter().map(|t| notation.ids(t)).collect();
+        let (tfidf, group_tfidf) = tfidf_vectors(&text_ids, &members);
+        let (math, group_math) = tfidf_vectors(&atom_ids, &members);
+        let number_ids: Vec<Vec<u32>> = own_numbers.iter().map(|t| vocabulary.ids(t)).collect();
         // Per head, what its group's units hold; per other unit, what it holds itself.
         let of_groups = |per_unit: &[Vec<u32>]| -> Vec<HashSet<u32>> {
             (0..n)
@@ -417,12 +433,12 @@ impl Signals {
         };
         let words = of_groups(&text_ids);
         let numbers_of_groups = of_groups(&number_ids);
-        let label_words = doc
+        let label_words: Vec<Vec<u32>> = doc
             .units
             .iter()
             .map(|u| vocabulary.ids(u.labels.iter().flat_map(|(l, _)| label_words(l))))
             .collect();
-        let title_words = doc
+        let title_words: Vec<Vec<u32>> = doc
             .units
             .iter()
             .map(|u| vocabulary.ids(u.title.as_deref().map(tokens).unwrap_or_default()))
@@ -452,12 +468,12 @@ impl Signals {
             names
                 .into_iter()
                 .map(|w| {
-                    let id = vocabulary.id(w);
+                    let id = vocabulary.id(&w);
                     (id, idf(id))
                 })
                 .collect()
         };
-        let title_names = doc
+        let title_names: Vec<Vec<(u32, f64)>> = doc
             .units
             .iter()
             .map(|u| {
@@ -465,7 +481,7 @@ impl Signals {
                 weighted(tokens(t).into_iter().chain(numbers(t)).collect())
             })
             .collect();
-        let label_names = doc
+        let label_names: Vec<Vec<(u32, f64)>> = doc
             .units
             .iter()
             .map(|u| {
@@ -559,7 +575,26 @@ impl Signals {
             out
         };
         let statement_postings = [postings(&tfidf), postings(&math)];
+        let mut name_postings: Vec<Vec<u32>> = Vec::new();
+        for j in (0..n).filter(|&j| doc.units[j].kind == UnitKind::Theorem) {
+            let named = (label_words[j].iter().chain(&title_words[j]).copied()).chain(
+                title_names[j]
+                    .iter()
+                    .chain(&label_names[j])
+                    .map(|&(w, _)| w),
+            );
+            for w in named {
+                let w = w as usize;
+                if name_postings.len() <= w {
+                    name_postings.resize_with(w + 1, Vec::new);
+                }
+                if name_postings[w].last() != Some(&(j as u32)) {
+                    name_postings[w].push(j as u32);
+                }
+            }
+        }
         Signals {
+            name_postings,
             statement_postings,
             citing,
             group,
@@ -636,6 +671,19 @@ impl Signals {
         close.sort_unstable();
         close.dedup();
         close
+    }
+
+    /// The theorem-like units before `end` whose label or title holds a word or number of head
+    /// `i`'s group, in document order: the only ones [`Signals::share`] or [`Signals::named`] of
+    /// their names can find anything of in `i`.
+    pub(super) fn statements_sharing_a_name(&self, i: usize, end: usize) -> Vec<usize> {
+        let mut out: Vec<usize> = (self.words[i].iter().chain(&self.numbers[i]))
+            .filter_map(|&w| self.name_postings.get(w as usize))
+            .flat_map(|js| js.iter().map(|&j| j as usize).take_while(|&j| j < end))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Cosine of the notation vectors of head `i`'s group and unit `j`.
