@@ -290,22 +290,7 @@ pub(super) fn tfidf_vectors(
     texts: &[Vec<u32>],
     groups: &[Vec<usize>],
 ) -> (Vec<Sparse>, Vec<Sparse>) {
-    let terms = texts
-        .iter()
-        .flatten()
-        .map(|&w| w as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let (mut df, mut last_text) = (vec![0u32; terms], vec![usize::MAX; terms]);
-    for (k, t) in texts.iter().enumerate() {
-        for &w in t {
-            let w = w as usize;
-            if last_text[w] != k {
-                last_text[w] = k;
-                df[w] += 1;
-            }
-        }
-    }
+    let df = document_frequency(texts.iter().map(|t| t.iter().copied()));
     let docs = texts.iter().filter(|t| !t.is_empty()).count().max(1) as f32;
     let vector = |ids: &mut dyn Iterator<Item = u32>| {
         let mut ids: Vec<u32> = ids.collect();
@@ -340,6 +325,25 @@ pub(super) fn tfidf_vectors(
         })
         .collect();
     (own, grouped)
+}
+
+/// Per term id: how many of `texts` hold it (up to the highest id any holds).
+fn document_frequency(texts: impl Iterator<Item = impl Iterator<Item = u32>>) -> Vec<u32> {
+    let (mut df, mut last_text): (Vec<u32>, Vec<usize>) = (Vec::new(), Vec::new());
+    for (k, t) in texts.enumerate() {
+        for w in t {
+            let w = w as usize;
+            if df.len() <= w {
+                df.resize(w + 1, 0);
+                last_text.resize(w + 1, usize::MAX);
+            }
+            if last_text[w] != k {
+                last_text[w] = k;
+                df[w] += 1;
+            }
+        }
+    }
+    df
 }
 
 /// The words and numbers of one document, each given an id once, so that the judge compares
@@ -444,17 +448,12 @@ impl Signals {
             .map(|u| vocabulary.ids(u.title.as_deref().map(tokens).unwrap_or_default()))
             .collect();
         // Document frequency by id; a word no text holds (ids past them) weighs the most.
-        let mut df: Vec<usize> = Vec::new();
-        for (t, m) in text_ids.iter().zip(&number_ids) {
-            let seen: HashSet<u32> = t.iter().chain(m).copied().collect();
-            for w in seen {
-                let w = w as usize;
-                if df.len() <= w {
-                    df.resize(w + 1, 0);
-                }
-                df[w] += 1;
-            }
-        }
+        let df = document_frequency(
+            text_ids
+                .iter()
+                .zip(&number_ids)
+                .map(|(t, m)| t.iter().chain(m).copied()),
+        );
         let judged_units = doc.units.iter().filter(|u| judgeable(u)).count().max(1) as f64;
         let unseen_idf = judged_units.ln() + 0.1;
         let idf = |w: u32| match df.get(w as usize) {
