@@ -30,7 +30,7 @@ use std::sync::LazyLock;
 pub use markdown::{heading_slug, reference_definition};
 
 pub use paths::OUTSIDE_ROOT;
-pub use resolve::{CorpusIndex, resolve_corpus};
+pub use resolve::{CorpusIndex, Offer, resolve_corpus};
 pub use tokens::Tokenizer;
 
 /// One document found by [`discover`].

@@ -290,22 +290,57 @@ pub struct CorpusIndex {
     targets: Vec<Targets>,
 }
 
+/// What one document offers the others ([`CorpusIndex::offer`]): taken from the document on
+/// any thread, added to the index in corpus order ([`CorpusIndex::add_offer`]).
+pub struct Offer {
+    /// Each file (absolute, normalised) with its path relative to the document's root.
+    files: Vec<(String, String)>,
+    /// A LaTeX main file without `.tex`.
+    main: Option<String>,
+    targets: Targets,
+}
+
 impl CorpusIndex {
     /// Adds what `doc` offers the other documents (the first document to claim a file keeps it).
     pub fn add(&mut self, doc: &Document) {
-        let d = self.targets.len();
+        self.add_offer(CorpusIndex::offer(doc));
+    }
+
+    /// What `doc` offers the other documents, for [`CorpusIndex::add_offer`].
+    pub fn offer(doc: &Document) -> Offer {
         let root = root_dir(doc);
-        for f in &doc.files {
-            let rel =
-                crate::paths::normalise(Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)));
-            self.files.entry(absolute(Path::new(f))).or_insert((d, rel));
+        let files = doc
+            .files
+            .iter()
+            .map(|f| {
+                let rel = crate::paths::normalise(
+                    Path::new(f).strip_prefix(&root).unwrap_or(Path::new(f)),
+                );
+                (absolute(Path::new(f)), rel)
+            })
+            .collect();
+        let main = (doc.format == Some(Format::Latex)).then(|| {
+            absolute(Path::new(&doc.path))
+                .trim_end_matches(".tex")
+                .to_string()
+        });
+        Offer {
+            files,
+            main,
+            targets: Targets::of(doc),
         }
-        if doc.format == Some(Format::Latex) {
-            let main = absolute(Path::new(&doc.path));
-            self.mains
-                .insert(main.trim_end_matches(".tex").to_string(), d);
+    }
+
+    /// Adds a document's [`Offer`] (the first document to claim a file keeps it).
+    pub fn add_offer(&mut self, offer: Offer) {
+        let d = self.targets.len();
+        for (file, rel) in offer.files {
+            self.files.entry(file).or_insert((d, rel));
         }
-        self.targets.push(Targets::of(doc));
+        if let Some(main) = offer.main {
+            self.mains.insert(main, d);
+        }
+        self.targets.push(offer.targets);
     }
 
     /// Resolves the mentions of `doc` left `Pending` by its own parse against the documents

@@ -25,7 +25,7 @@ pub(crate) fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
 /// The documents under `paths` (see `ledger_parse::discover_excluding`; `config.exclude` left
 /// out), their reads confined to the folders they were found in unless
 /// `config.allow_outside_root`.
-fn discover(
+pub(crate) fn discover(
     paths: &[PathBuf],
     config: &IndexConfig,
 ) -> (Vec<ledger_parse::Source>, Vec<Diagnostic>) {
@@ -43,25 +43,38 @@ fn discover(
 pub fn load(paths: &[PathBuf], config: &IndexConfig, progress: &dyn Progress) -> Result<Corpus> {
     let start = Instant::now();
     let (sources, diagnostics) = discover(paths, config);
-    let pool = thread_pool(config.jobs)?;
-    let tokenizer = config.count_tokens.then(ledger_parse::Tokenizer::cl100k);
-    progress.start("parsing", sources.len() as u64);
-    let docs: Vec<Document> = pool.install(|| {
-        sources
-            .par_iter()
-            .map(|s| {
-                let doc = ledger_parse::parse(s, tokenizer.as_ref());
-                progress.advance(&s.id);
-                doc
-            })
-            .collect()
-    });
-    progress.finish();
+    let docs = parse_map(&sources, config, progress, |doc| doc)?;
     Ok(Corpus {
         docs,
         diagnostics,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// Parses each of `sources` (in parallel, on `config.jobs` threads) and keeps what `f` makes of
+/// its document, in discovery order: each document is dropped as soon as `f` is done with it, so
+/// that a corpus of any size holds at most one whole document per thread.
+pub(crate) fn parse_map<T: Send>(
+    sources: &[ledger_parse::Source],
+    config: &IndexConfig,
+    progress: &dyn Progress,
+    f: impl Fn(Document) -> T + Sync,
+) -> Result<Vec<T>> {
+    let pool = thread_pool(config.jobs)?;
+    let tokenizer = config.count_tokens.then(ledger_parse::Tokenizer::cl100k);
+    progress.start("parsing", sources.len() as u64);
+    let kept = pool.install(|| {
+        sources
+            .par_iter()
+            .map(|s| {
+                let kept = f(ledger_parse::parse(s, tokenizer.as_ref()));
+                progress.advance(&s.id);
+                kept
+            })
+            .collect()
+    });
+    progress.finish();
+    Ok(kept)
 }
 
 /// Discovers the documents under `paths`, refusing to go on when an input itself is bad (a

@@ -4,9 +4,10 @@
 //! as text, JSON lines, SARIF 2.1.0 or GitHub Actions annotations.
 
 use crate::config::{IndexConfig, VerifyConfig, VerifyFormat};
-use crate::index::{load, refuse_bad_inputs};
+use crate::index::{discover, parse_map, refuse_bad_inputs};
 use crate::{Error, Result};
 use ledger_core::{Diagnostic, Resolution, Severity};
+use ledger_parse::CorpusIndex;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -303,10 +304,38 @@ pub fn verify(
 ) -> Result<VerifyReport> {
     let mut index = index.clone();
     index.count_tokens = false;
-    let mut corpus = load(paths, &index, &crate::Quiet)?;
+    let (sources, input_diagnostics) = discover(paths, &index);
     // An input that is not there is a usage error, as for `index`; not a finding.
-    refuse_bad_inputs(&corpus.diagnostics)?;
-    ledger_parse::resolve_corpus(&mut corpus.docs);
+    refuse_bad_inputs(&input_diagnostics)?;
+    // One document at a time, as `index` does: of each, what references from the others need
+    // (`Offer`) and what its findings need (the mentions it did not resolve itself, the
+    // diagnostics shown), so that memory grows with the findings, not with the corpus.
+    let read = parse_map(&sources, &index, &crate::Quiet, |mut doc| {
+        let offer = CorpusIndex::offer(&doc);
+        let mentions = doc.mentions.len();
+        doc.mentions.retain(|m| {
+            !matches!(
+                m.resolution,
+                Resolution::Resolved { .. } | Resolution::External { .. }
+            )
+        });
+        doc.diagnostics
+            .retain(|d| config.show_diagnostics || d.severity == Severity::Error);
+        doc.units = Vec::new();
+        doc.inputs = Vec::new();
+        (offer, mentions, doc)
+    })?;
+    let mut targets = CorpusIndex::default();
+    let mut mentions = 0;
+    let mut docs = Vec::with_capacity(read.len());
+    for (offer, n, doc) in read {
+        targets.add_offer(offer);
+        mentions += n;
+        docs.push(doc);
+    }
+    for doc in &mut docs {
+        targets.resolve(doc);
+    }
     let mut findings = Vec::new();
     let diagnostic = |d: &Diagnostic| Finding {
         path: d.path.clone(),
@@ -329,7 +358,7 @@ pub fn verify(
     } else {
         Level::Warning
     };
-    for doc in &corpus.docs {
+    for doc in &docs {
         // One finding per span: a range ("Sections 2 through 7") names several numbers at one
         // place, and its missing ones are one finding with every reason.
         let mut spans: Vec<(&ledger_core::Mention, bool, Vec<&str>)> = Vec::new();
@@ -368,14 +397,9 @@ pub fn verify(
             });
         }
         // A document's own errors (unreadable, binary) fail the check and are always shown.
-        findings.extend(
-            doc.diagnostics
-                .iter()
-                .filter(|d| config.show_diagnostics || d.severity == Severity::Error)
-                .map(diagnostic),
-        );
+        findings.extend(doc.diagnostics.iter().map(diagnostic));
     }
-    findings.extend(corpus.diagnostics.iter().map(diagnostic));
+    findings.extend(input_diagnostics.iter().map(diagnostic));
     let unfinished: std::collections::BTreeSet<PathBuf> = paths
         .iter()
         .filter_map(|p| ledger_edit::unfinished_edit(p))
@@ -401,8 +425,8 @@ pub fn verify(
     findings.retain(|f| !suppress.ignores(f) && !baseline.contains(&f.baseline_key()));
     let count = |rule: &str| findings.iter().filter(|f| f.rule == rule).count();
     Ok(VerifyReport {
-        documents: corpus.docs.len(),
-        mentions: corpus.docs.iter().map(|d| d.mentions.len()).sum(),
+        documents: docs.len(),
+        mentions,
         failed: findings.iter().any(|f| f.level == Level::Error),
         broken: count("broken-reference"),
         ambiguous: count("ambiguous-reference"),
@@ -419,9 +443,9 @@ const MARKER: &str = "ledger-ignore";
 /// Inline comments and `.ledgerignore` files, read once per file and folder.
 #[derive(Default)]
 struct Suppressions {
-    /// File → what each of its lines silences (empty when it cannot be read), each line read
-    /// once however many findings it has.
-    files: HashMap<String, Vec<Line>>,
+    /// File → its lines that silence something, by index (none when it cannot be read): each
+    /// file read once however many findings it has, and only those few lines kept.
+    files: HashMap<String, HashMap<usize, Line>>,
     /// Folder → the globs of its `.ledgerignore` (relative to it), if it has one.
     ignores: HashMap<PathBuf, Option<globset::GlobSet>>,
 }
@@ -439,12 +463,18 @@ impl Suppressions {
         }
         let lines = self.files.entry(f.path.clone()).or_insert_with(|| {
             std::fs::read(&f.path)
-                .map(|b| String::from_utf8_lossy(&b).lines().map(Line::of).collect())
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .lines()
+                        .enumerate()
+                        .filter_map(|(k, l)| Some((k, Line::of(l)?)))
+                        .collect()
+                })
                 .unwrap_or_default()
         });
-        let on = |k: usize| lines.get(k).is_some_and(|l| l.silenced.covers(f.rule));
+        let on = |k: usize| lines.get(&k).is_some_and(|l| l.silenced.covers(f.rule));
         // The line before counts when it is a comment alone.
-        let comment_line = |k: usize| lines.get(k).is_some_and(|l| l.comment_alone);
+        let comment_line = |k: usize| lines.get(&k).is_some_and(|l| l.comment_alone);
         on(f.line - 1) || (f.line >= 2 && comment_line(f.line - 2) && on(f.line - 2))
     }
 
@@ -479,12 +509,17 @@ struct Line {
 }
 
 impl Line {
-    fn of(line: &str) -> Line {
-        let l = line.trim_start();
-        Line {
-            silenced: silenced(line),
-            comment_alone: l.starts_with('%') || l.starts_with("<!--"),
+    /// What `line` silences; `None` when nothing.
+    fn of(line: &str) -> Option<Line> {
+        let silenced = silenced(line);
+        if !silenced.all && silenced.rules.is_empty() {
+            return None;
         }
+        let l = line.trim_start();
+        Some(Line {
+            silenced,
+            comment_alone: l.starts_with('%') || l.starts_with("<!--"),
+        })
     }
 }
 

@@ -588,3 +588,71 @@ fn the_judge_and_its_threshold_travel_with_the_edges() {
         Some(JudgeKind::Rules)
     );
 }
+
+#[test]
+fn verify_one_document_at_a_time_finds_what_the_whole_corpus_resolves() {
+    // Two Markdown files and two LaTeX documents linked across: `verify` holds one document at a
+    // time and what references need of the others, and must find what resolving the whole
+    // corpus at once finds.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write =
+        |name: &str, text: &str| std::fs::write(dir.path().join(name), text).expect("write");
+    write(
+        "a.md",
+        "# A\n\nSee [part two](b.md#part-two), [nothing](b.md#nope) and [gone](c.md).\n",
+    );
+    write("b.md", "# B\n\n## Part two\n\nBack to [A](a.md#a).\n");
+    write(
+        "main.tex",
+        "\\documentclass{article}\n\\usepackage{xr}\n\\externaldocument[O-]{other}\n\\begin{document}\n\\section{M}\\label{sec:m}\nSee \\ref{O-sec:o}, \\ref{O-sec:none} and \\ref{sec:m}.\n\\end{document}\n",
+    );
+    write(
+        "other.tex",
+        "\\documentclass{article}\n\\begin{document}\n\\section{O}\\label{sec:o}\nText.\n\\end{document}\n",
+    );
+    let config = Config::defaults();
+    let paths = [dir.path().to_path_buf()];
+    let mut whole = ledger_pipeline::index::load(&paths, &config.index, &Quiet).expect("load");
+    ledger_parse::resolve_corpus(&mut whole.docs);
+    let mut expected: Vec<(String, usize, usize)> = whole
+        .docs
+        .iter()
+        .flat_map(|d| {
+            d.mentions
+                .iter()
+                .filter(|m| matches!(m.resolution, ledger_core::Resolution::Broken { .. }))
+                .map(|m| (d.files[m.file].clone(), m.line, m.col))
+        })
+        .collect();
+    let report =
+        ledger_pipeline::verify::verify(&paths, &config.index, &config.verify, &Default::default())
+            .expect("verify");
+    let mut found: Vec<(String, usize, usize)> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == "broken-reference")
+        .map(|f| (f.path.clone(), f.line, f.col))
+        .collect();
+    expected.sort();
+    found.sort();
+    assert_eq!(found, expected);
+    let messages: Vec<&str> = report.findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(report.broken, 3, "{messages:?}");
+    for broken in ["b.md#nope", "c.md", "O-sec:none"] {
+        assert!(
+            messages.iter().any(|m| m.contains(broken)),
+            "{broken}: {messages:?}"
+        );
+    }
+    for resolved in ["part-two", "O-sec:o", "a.md#a"] {
+        assert!(
+            !messages.iter().any(|m| m.contains(resolved)),
+            "{resolved}: {messages:?}"
+        );
+    }
+    assert_eq!(report.documents, whole.docs.len());
+    assert_eq!(
+        report.mentions,
+        whole.docs.iter().map(|d| d.mentions.len()).sum::<usize>()
+    );
+}
