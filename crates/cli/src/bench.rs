@@ -55,8 +55,8 @@ pub enum Which {
 
     /// Corpora of growing size (copies of PATHS, each file marked with its copy number so no two
     /// are byte-identical), each indexed in every mode of --workers on this machine: wall time,
-    /// MB/s, peak RSS (the largest process of the mode), then an unchanged rerun and a rerun after
-    /// one document changed; a Markdown table and SVG plots of time and RSS against size in OUT.
+    /// CPU time and cores busy, MB/s, peak RSS (the largest process of the mode), then an
+    /// unchanged rerun and a rerun after one document changed; a table and plots in OUT.
     Scale {
         /// Corpora to copy (files or folders).
         #[arg(required = true)]

@@ -582,6 +582,7 @@ pub fn coordinator(
         usage,
         started_at,
         start,
+        cpu_start: None,
     };
     report.index = Some(crate::index::commit(
         &job,

@@ -316,6 +316,7 @@ pub fn stage_document(
 pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<IndexReport> {
     let started_at = ledger_store::now_rfc3339();
     let start = Instant::now();
+    let cpu_start = cpu_time::ProcessTime::try_now().ok();
     let (sources, diagnostics) = discover_inputs(job.paths, &stage.settings().index)?;
     // One writer at a time: another would prune this run's temporary files, or it this one's.
     let _lock = ledger_store::GraphLock::acquire(job.out, stage.settings().index.wait_for_lock)
@@ -374,6 +375,7 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
         usage: chat,
         started_at,
         start,
+        cpu_start,
     };
     commit(job, stage, &previous, &diagnostics, staged)
 }
@@ -398,6 +400,9 @@ pub(crate) struct StageOutcome {
     pub started_at: String,
     /// When the run started.
     pub start: Instant,
+    /// This process's CPU time when the run started, when the document stage runs in it
+    /// (embedded; the coordinator's workers are other processes).
+    pub cpu_start: Option<cpu_time::ProcessTime>,
 }
 
 /// The corpus stage and commit both modes end with: the current version when it already holds
@@ -410,7 +415,9 @@ pub(crate) fn commit(
     staged: StageOutcome,
 ) -> Result<IndexReport> {
     let stage_seconds = staged.start.elapsed().as_secs_f64();
+    let stage_cpu_seconds = staged.cpu_start.and_then(cpu_seconds_since);
     let corpus_start = Instant::now();
+    let corpus_cpu_start = cpu_time::ProcessTime::try_now().ok();
     let names = stage.semantic_names();
     let settings = stage.settings();
     let related = &settings.related;
@@ -447,9 +454,16 @@ pub(crate) fn commit(
         related_edges,
         embeddings: (embeddings, model, summarizer),
         stage_seconds,
+        stage_cpu_seconds,
         corpus_seconds: corpus_start.elapsed().as_secs_f64(),
+        corpus_cpu_seconds: corpus_cpu_start.and_then(cpu_seconds_since),
         parts: staged.keys,
     })
+}
+
+/// CPU seconds this process has spent, on every thread, since `start`.
+fn cpu_seconds_since(start: cpu_time::ProcessTime) -> Option<f64> {
+    start.try_elapsed().ok().map(|d| d.as_secs_f64())
 }
 
 /// `ledger index --estimate`: what the DEPENDS judge would send, given the parts the graph

@@ -146,8 +146,13 @@ pub struct IndexReport {
     pub embeddings: (usize, String, String),
     /// Seconds of discovery and the document stages.
     pub stage_seconds: f64,
+    /// CPU seconds of discovery and the document stages, over every thread (`None` when the
+    /// document stage ran in other processes: a coordinator's workers).
+    pub stage_cpu_seconds: Option<f64>,
     /// Seconds of the corpus stage.
     pub corpus_seconds: f64,
+    /// CPU seconds of the corpus stage, over every thread.
+    pub corpus_cpu_seconds: Option<f64>,
     /// Document id → the key of its part (see [`crate::corpus::read_documents`]).
     pub parts: BTreeMap<String, String>,
 }
@@ -241,7 +246,27 @@ impl fmt::Display for IndexReport {
             self.documents,
             self.documents - self.parsed,
             self.stage_seconds
-        )
+        )?;
+        let busy = |cpu: f64, wall: f64| {
+            format!(
+                "{cpu:.2} s over {wall:.2} s ({:.2} cores busy)",
+                cpu / wall.max(1e-9)
+            )
+        };
+        let corpus = self
+            .corpus_cpu_seconds
+            .map(|cpu| format!("corpus stage {}", busy(cpu, self.corpus_seconds)));
+        match (self.stage_cpu_seconds, corpus) {
+            (Some(cpu), Some(corpus)) => writeln!(
+                f,
+                "cpu: document stage {}, {corpus}",
+                busy(cpu, self.stage_seconds)
+            ),
+            (None, Some(corpus)) => {
+                writeln!(f, "cpu: {corpus} (the document stage ran in the workers)")
+            }
+            _ => Ok(()),
+        }
     }
 }
 

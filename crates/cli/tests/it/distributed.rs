@@ -322,6 +322,14 @@ fn one_and_three_workers_build_the_embedded_graph_and_a_rerun_costs_nothing() {
             assert_eq!(line(&stdout(&o)), line(&indexed), "{label}");
         }
         assert!(stdout(&o).contains("\ncache: "), "{}", stdout(&o));
+        // CPU time: both stages in `ledger index`; the corpus stage alone in the coordinator,
+        // whose document stage ran in the workers.
+        assert!(indexed.contains("\ncpu: document stage "), "{indexed}");
+        assert!(
+            stdout(&o).contains("(the document stage ran in the workers)"),
+            "{}",
+            stdout(&o)
+        );
     }
 
     // A rerun over the unchanged corpus publishes nothing and sends nothing (no worker needed).

@@ -60,6 +60,23 @@ pub(crate) struct Measured {
     pub(crate) seconds: f64,
     /// Peak resident memory of the largest process of the run, in bytes.
     pub(crate) peak: u64,
+    /// CPU seconds (user and system, every thread) of the run's processes, as last seen before
+    /// they ended (polled: the last poll's interval is missed).
+    pub(crate) cpu_seconds: f64,
+}
+
+/// Clock ticks per second of `/proc/<pid>/stat` times: the kernel's `USER_HZ`, 100 on Linux.
+const USER_HZ: f64 = 100.0;
+
+/// The CPU time (user and system, every thread) a running process has spent, in seconds.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces, inside parentheses): state is
+    // field 3, utime and stime fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |k: usize| fields.get(k - 3)?.parse::<f64>().ok();
+    Some((ticks(14)? + ticks(15)?) / USER_HZ)
 }
 
 /// The peak resident memory (`VmHWM`) of a running process, in bytes.
@@ -76,9 +93,13 @@ fn high_water(pid: u32) -> Option<u64> {
 pub(crate) fn watch(mut main: Child, mut others: Vec<Child>) -> Result<Measured> {
     let start = Instant::now();
     let mut peak = 0;
+    let mut cpu: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
     let status = loop {
         for pid in std::iter::once(main.id()).chain(others.iter().map(Child::id)) {
             peak = peak.max(high_water(pid).unwrap_or(0));
+            if let Some(seconds) = cpu_seconds(pid) {
+                cpu.insert(pid, seconds);
+            }
         }
         match main.try_wait() {
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
@@ -98,5 +119,9 @@ pub(crate) fn watch(mut main: Child, mut others: Vec<Child>) -> Result<Measured>
     if !status.success() {
         return Err(EvalError::Invalid(format!("ledger failed: {status}")));
     }
-    Ok(Measured { seconds, peak })
+    Ok(Measured {
+        seconds,
+        peak,
+        cpu_seconds: cpu.values().sum(),
+    })
 }

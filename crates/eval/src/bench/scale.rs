@@ -37,7 +37,7 @@ pub fn scale(ledger: &Ledger, request: &ScaleRequest<'_>, config: &Config) -> Re
         n => format!("{n} workers"),
     };
     let mut table = String::from(
-        "| corpus MB | mode | seconds | MB/s | peak RSS MB | unchanged rerun s | its RSS MB | one document changed s | its RSS MB |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| corpus MB | mode | seconds | CPU s | cores busy | MB/s | peak RSS MB | unchanged rerun s | its RSS MB | one document changed s | its RSS MB |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut time_lines: Vec<Line> = modes.iter().map(|&n| (name(n), Vec::new())).collect();
     let mut rss_lines = time_lines.clone();
@@ -56,9 +56,11 @@ pub fn scale(ledger: &Ledger, request: &ScaleRequest<'_>, config: &Config) -> Re
             let changed = run_mode(ledger, &corpus, &graph, n)?;
             let mb = |m: &Measured| m.peak as f64 / 1e6;
             table.push_str(&format!(
-                "| {size:.0} | {} | {:.1} | {:.2} | {:.0} | {:.1} | {:.0} | {:.1} | {:.0} |\n",
+                "| {size:.0} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {:.0} | {:.1} | {:.0} |\n",
                 name(n),
                 cold.seconds,
+                cold.cpu_seconds,
+                cold.cpu_seconds / cold.seconds.max(1e-9),
                 size / cold.seconds,
                 mb(&cold),
                 rerun.seconds,

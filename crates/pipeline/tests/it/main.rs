@@ -91,6 +91,15 @@ fn index_reuses_unchanged_parts_and_recomputes_only_an_edited_paragraph() {
         text.contains("graph: ") && text.contains("(version 1)"),
         "{text}"
     );
+    // The document stage ran in this process: its CPU time is measured, and is printed with the
+    // corpus stage's.
+    let cpu = first
+        .stage_cpu_seconds
+        .expect("embedded: the stage's CPU time");
+    assert!(cpu > 0.0, "{cpu}");
+    assert!(first.corpus_cpu_seconds.is_some());
+    assert!(text.contains("\ncpu: document stage "), "{text}");
+    assert!(text.contains(" cores busy), corpus stage "), "{text}");
 
     assert_eq!(first.parsed, 1);
     assert!(first.commit.written);
