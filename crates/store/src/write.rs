@@ -619,23 +619,49 @@ impl Tables {
         })
     }
 
-    fn add(
-        &mut self,
+    /// One document's rows of every table, in [`DOCUMENT_TABLES`] order.
+    fn rows(
         doc: &Document,
         edges: &[Edge],
         embedded: &[&UnitEmbedding],
         model: &EmbeddingModel,
-    ) -> Result<()> {
+    ) -> Result<DocumentRows> {
         let docs = [doc];
-        self.documents.push(documents_batch(&docs)?)?;
-        self.units.push(units_batch(&docs)?)?;
-        self.edges.push(edges_batch(edges)?)?;
-        self.mentions.push(mentions_batch(&docs)?)?;
-        self.labels.push(labels_batch(&docs)?)?;
-        self.diagnostics.push(diagnostics_batch(&docs, &[])?)?;
-        self.embeddings.push(embeddings_rows(embedded, model)?)?;
-        self.judgments.push(judgments_batch(&docs)?)?;
-        self.inputs.push(inputs_batch(&docs)?)?;
+        Ok([
+            documents_batch(&docs)?,
+            units_batch(&docs)?,
+            edges_batch(edges)?,
+            mentions_batch(&docs)?,
+            labels_batch(&docs)?,
+            diagnostics_batch(&docs, &[])?,
+            embeddings_rows(embedded, model)?,
+            judgments_batch(&docs)?,
+            inputs_batch(&docs)?,
+        ])
+    }
+
+    /// Adds one document's rows ([`Tables::rows`]).
+    fn push(&mut self, rows: DocumentRows) -> Result<()> {
+        let [
+            documents,
+            units,
+            edges,
+            mentions,
+            labels,
+            diagnostics,
+            embeddings,
+            judgments,
+            inputs,
+        ] = rows;
+        self.documents.push(documents)?;
+        self.units.push(units)?;
+        self.edges.push(edges)?;
+        self.mentions.push(mentions)?;
+        self.labels.push(labels)?;
+        self.diagnostics.push(diagnostics)?;
+        self.embeddings.push(embeddings)?;
+        self.judgments.push(judgments)?;
+        self.inputs.push(inputs)?;
         Ok(())
     }
 
@@ -655,10 +681,84 @@ impl Tables {
     }
 }
 
+/// One document's rows of every table with rows per document, in [`DOCUMENT_TABLES`] order.
+type DocumentRows = [RecordBatch; 9];
+
+/// Documents whose rows may wait for the segment's writing thread.
+const QUEUED_DOCUMENTS: usize = 2;
+
+/// A segment's tables, written on a thread of their own: the caller makes each document's rows
+/// while the thread encodes, compresses and writes the previous ones (the two cores of a
+/// corpus stage busy, not one). Files are created by the caller, so that a path that cannot be
+/// written fails at once; the thread's error, if any, is the next call's.
+struct SegmentWriter {
+    rows: Option<std::sync::mpsc::SyncSender<DocumentRows>>,
+    thread: Option<std::thread::JoinHandle<Result<[usize; 9]>>>,
+}
+
+impl SegmentWriter {
+    fn start(tables: Tables) -> Result<SegmentWriter> {
+        let (rows, queue) = std::sync::mpsc::sync_channel::<DocumentRows>(QUEUED_DOCUMENTS);
+        let thread = std::thread::Builder::new()
+            .name("ledger-segment".into())
+            .spawn(move || {
+                let mut tables = tables;
+                for document in queue {
+                    tables.push(document)?;
+                }
+                tables.finish()
+            })
+            .map_err(|e| StoreError::Io {
+                path: PathBuf::from("(a thread writing a segment)"),
+                source: e,
+            })?;
+        Ok(SegmentWriter {
+            rows: Some(rows),
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands one document's rows to the thread; the thread's error if it has stopped.
+    fn add(&mut self, rows: DocumentRows) -> Result<()> {
+        match &self.rows {
+            Some(sender) if sender.send(rows).is_ok() => Ok(()),
+            // The thread stopped on an error: that error.
+            _ => self.join().map(|_| ()),
+        }
+    }
+
+    /// Waits for the thread to write every row and close the files: each table's rows.
+    fn finish(mut self) -> Result<[usize; 9]> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<[usize; 9]> {
+        self.rows = None;
+        let stopped = || StoreError::NotAGraph {
+            path: PathBuf::from("(a thread writing a segment)"),
+            message: "it stopped without a result".into(),
+        };
+        match self.thread.take() {
+            Some(thread) => thread.join().map_err(|_| stopped())?,
+            None => Err(stopped()),
+        }
+    }
+}
+
+impl Drop for SegmentWriter {
+    /// An unfinished segment (an error elsewhere): its thread is waited for, so that nothing
+    /// writes into a version being removed.
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.join();
+        }
+    }
+}
+
 /// The segment being added to.
 enum Segment {
     /// Its files are being written.
-    Written(Box<Tables>),
+    Written(SegmentWriter),
     /// Its files are the previous version's (documents added to it are only counted).
     Shared,
 }
@@ -800,7 +900,7 @@ impl GraphWriter {
             }
         }
         let tables = Tables::create(&self.tmp, &name, self.model.dim)?;
-        self.segment = Some(Segment::Written(Box::new(tables)));
+        self.segment = Some(Segment::Written(SegmentWriter::start(tables)?));
         Ok(false)
     }
 
@@ -827,8 +927,8 @@ impl GraphWriter {
 
     /// Closes the files of the segment being added to.
     fn end_segment(&mut self) -> Result<()> {
-        if let Some(Segment::Written(tables)) = self.segment.take() {
-            for (table, n) in DOCUMENT_TABLES.iter().zip(tables.finish()?) {
+        if let Some(Segment::Written(writer)) = self.segment.take() {
+            for (table, n) in DOCUMENT_TABLES.iter().zip(writer.finish()?) {
                 *self.rows.entry(table.to_string()).or_default() += n;
             }
         }
@@ -886,8 +986,8 @@ impl GraphWriter {
             .iter()
             .filter(|j| matches!(j.outcome, ledger_core::JudgmentOutcome::Failed(_)))
             .count();
-        if let Segment::Written(tables) = segment {
-            tables.add(doc, &edges, embedded, &self.model)?;
+        if let Segment::Written(writer) = segment {
+            writer.add(Tables::rows(doc, &edges, embedded, &self.model)?)?;
         }
         Ok(())
     }
@@ -986,6 +1086,8 @@ fn parquet_rows(path: &Path) -> Result<usize> {
 
 impl Drop for GraphWriter {
     fn drop(&mut self) {
+        // A segment's thread first, so that nothing writes into the folder being removed.
+        self.segment = None;
         // Unfinished (finish renames the folder away first): nothing of this version stays.
         if self.tmp.exists() {
             let _ = std::fs::remove_dir_all(&self.tmp);
