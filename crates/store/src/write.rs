@@ -732,15 +732,23 @@ impl SegmentWriter {
         self.join()
     }
 
+    /// Closes the queue and waits for the thread: its result.
     fn join(&mut self) -> Result<[usize; 9]> {
         self.rows = None;
-        let stopped = || StoreError::NotAGraph {
+        let stopped = |why: &str| StoreError::Io {
             path: PathBuf::from("(a thread writing a segment)"),
-            message: "it stopped without a result".into(),
+            source: std::io::Error::other(format!("it stopped without a result: {why}")),
         };
         match self.thread.take() {
-            Some(thread) => thread.join().map_err(|_| stopped())?,
-            None => Err(stopped()),
+            Some(thread) => thread.join().map_err(|panic| {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("it panicked");
+                stopped(why)
+            })?,
+            None => Err(stopped("it was already waited for")),
         }
     }
 }
@@ -1244,6 +1252,34 @@ pub fn rfc3339(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_segment_thread_that_stops_is_an_error_not_a_hang() {
+        use arrow::array::Int64Array;
+        use arrow::datatypes::{DataType, Field, Schema};
+        let dir = tempfile::tempdir().expect("tempdir");
+        for table in DOCUMENT_TABLES {
+            std::fs::create_dir_all(dir.path().join(table)).expect("mkdir");
+        }
+        let tables = Tables::create(dir.path(), "000001-test", 4).expect("files");
+        let mut writer = SegmentWriter::start(tables).expect("thread");
+        // Rows of another schema: the thread stops (arrow panics on them) when it writes them.
+        let wrong = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)])),
+            vec![Arc::new(Int64Array::from(vec![1i64]))],
+        )
+        .expect("batch");
+        writer
+            .add(std::array::from_fn(|_| wrong.clone()))
+            .expect("queued");
+        let err = writer.finish().expect_err("rows of another schema");
+        assert!(
+            err.to_string().contains(
+                "a thread writing a segment): it stopped without a result: index out of bounds"
+            ),
+            "{err}"
+        );
+    }
 
     #[test]
     fn rfc3339_known_dates() {
