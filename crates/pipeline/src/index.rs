@@ -25,7 +25,7 @@ pub(crate) fn thread_pool(jobs: usize) -> Result<rayon::ThreadPool> {
 /// The documents under `paths` (see `ledger_parse::discover_excluding`; `config.exclude` left
 /// out), their reads confined to the folders they were found in unless
 /// `config.allow_outside_root`.
-pub(crate) fn discover(
+fn discover(
     paths: &[PathBuf],
     config: &IndexConfig,
 ) -> (Vec<ledger_parse::Source>, Vec<Diagnostic>) {
@@ -42,7 +42,17 @@ pub(crate) fn discover(
 /// across documents are left pending (see `ledger_parse::resolve_corpus`).
 pub fn load(paths: &[PathBuf], config: &IndexConfig, progress: &dyn Progress) -> Result<Corpus> {
     let start = Instant::now();
-    let (sources, diagnostics) = discover(paths, config);
+    let discovered = discover(paths, config);
+    parse_all(discovered, config, progress, start)
+}
+
+/// The documents discovered, parsed whole: the corpus `load` and `load_inputs` return.
+fn parse_all(
+    (sources, diagnostics): (Vec<ledger_parse::Source>, Vec<Diagnostic>),
+    config: &IndexConfig,
+    progress: &dyn Progress,
+    start: Instant,
+) -> Result<Corpus> {
     let docs = parse_map(&sources, config, progress, |doc| doc)?;
     Ok(Corpus {
         docs,
@@ -89,7 +99,7 @@ pub fn discover_inputs(
 }
 
 /// An error naming every input that is not there or not a document (the discovery's errors).
-pub(crate) fn refuse_bad_inputs(diagnostics: &[Diagnostic]) -> Result<()> {
+fn refuse_bad_inputs(diagnostics: &[Diagnostic]) -> Result<()> {
     let bad_inputs: Vec<String> = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -109,8 +119,9 @@ pub fn load_inputs(
     config: &IndexConfig,
     progress: &dyn Progress,
 ) -> Result<Corpus> {
-    discover_inputs(paths, config)?;
-    load(paths, config, progress)
+    let start = Instant::now();
+    let discovered = discover_inputs(paths, config)?;
+    parse_all(discovered, config, progress, start)
 }
 
 /// The graph's current version as a new run sees it: the part each document came from and what

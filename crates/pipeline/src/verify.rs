@@ -4,7 +4,7 @@
 //! as text, JSON lines, SARIF 2.1.0 or GitHub Actions annotations.
 
 use crate::config::{IndexConfig, VerifyConfig, VerifyFormat};
-use crate::index::{discover, parse_map, refuse_bad_inputs};
+use crate::index::{discover_inputs, parse_map};
 use crate::{Error, Result};
 use ledger_core::{Diagnostic, Resolution, Severity};
 use ledger_parse::CorpusIndex;
@@ -304,9 +304,8 @@ pub fn verify(
 ) -> Result<VerifyReport> {
     let mut index = index.clone();
     index.count_tokens = false;
-    let (sources, input_diagnostics) = discover(paths, &index);
     // An input that is not there is a usage error, as for `index`; not a finding.
-    refuse_bad_inputs(&input_diagnostics)?;
+    let (sources, input_diagnostics) = discover_inputs(paths, &index)?;
     // One document at a time, as `index` does: of each, what references from the others need
     // (`Offer`) and what its findings need (the mentions it did not resolve itself, the
     // diagnostics shown), so that memory grows with the findings, not with the corpus.
