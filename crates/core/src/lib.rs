@@ -5,6 +5,7 @@
 //! async and carries no heavy dependency; every other crate speaks in its types.
 
 pub mod progress;
+pub mod quantize;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -440,7 +441,8 @@ pub struct UnitEmbedding {
     pub summary: String,
     /// blake3 of the summary: with the model name, the cache key of the vector.
     pub summary_hash: String,
-    /// The L2-normalised vector.
+    /// The L2-normalised vector, as the graph stores it ([`quantize::as_stored`]: int8 with a
+    /// scale per vector).
     pub vector: Vec<f32>,
 }
 

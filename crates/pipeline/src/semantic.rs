@@ -376,8 +376,10 @@ pub fn embed(
             texts.len()
         )));
     }
+    // On the grid the graph stores (int8 with a scale per vector) before anything uses them:
+    // RELATED sees the vectors a rerun will read back, and a rerun writes what a cold run writes.
     for (&k, v) in missing.iter().zip(computed) {
-        vectors[k] = Some(v);
+        vectors[k] = Some(ledger_core::quantize::as_stored(&v));
     }
     stats.vectors_computed = missing.len();
     let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();

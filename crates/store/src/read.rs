@@ -3,8 +3,8 @@
 
 use crate::{Result, StoreError, io_err};
 use arrow::array::{
-    Array, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray, RecordBatch,
-    StringArray,
+    Array, BooleanArray, FixedSizeListArray, Float32Array, Int8Array, Int64Array, ListArray,
+    RecordBatch, StringArray,
 };
 use arrow::error::ArrowError;
 use ledger_core::{Judgment, JudgmentOutcome, Semantic, UnitEmbedding};
@@ -46,15 +46,31 @@ pub(crate) fn embeddings_from(
         );
         let vectors = column::<FixedSizeListArray>(&batch, "vector")?;
         semantic.dim = vectors.value_length() as usize;
+        // A part written before vectors were quantized holds f32 vectors and no scale: they are
+        // put on the stored grid as they are read.
+        let scales = batch
+            .column_by_name("scale")
+            .and_then(|c| c.as_any().downcast_ref::<Float32Array>());
         for i in 0..batch.num_rows() {
             semantic.model = models.value(i).to_string();
             semantic.summarizer = summarizers.value(i).to_string();
             let v = vectors.value(i);
-            let values = v
-                .as_any()
-                .downcast_ref::<Float32Array>()
-                .map(|a| a.values().to_vec())
-                .unwrap_or_default();
+            let values = match (v.as_any().downcast_ref::<Int8Array>(), scales) {
+                (Some(q), Some(scales)) => {
+                    ledger_core::quantize::dequantize(q.values(), scales.value(i))
+                }
+                _ => v
+                    .as_any()
+                    .downcast_ref::<Float32Array>()
+                    .map(|a| ledger_core::quantize::as_stored(a.values()))
+                    .ok_or_else(|| StoreError::NotAGraph {
+                        path: "vector".into(),
+                        message: format!(
+                            "graph table has a `vector` column of {} without a `scale`",
+                            v.data_type()
+                        ),
+                    })?,
+            };
             semantic.embeddings.push(UnitEmbedding {
                 doc_id: docs.value(i).to_string(),
                 unit_id: units.value(i).to_string(),

@@ -5,7 +5,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use std::sync::{Arc, LazyLock};
 
 /// Version of the table layout, stored in every graph's `manifest.json`.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The tables of a graph, in the order they are written.
 pub const TABLES: [&str; 10] = [
@@ -168,9 +168,11 @@ pub static RUNS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// `embeddings(doc_id, unit_id, model, summarizer, input_hash, summary, summary_hash, vector)`;
-/// `vector` is a `FixedSizeList<Float32>` of the model's dimension. `(summarizer, input_hash)` keys
-/// the summary cache and `(model, summary_hash)` the vector cache of the next run.
+/// `embeddings(doc_id, unit_id, model, summarizer, input_hash, summary, summary_hash, vector,
+/// scale)`; the unit's L2-normalised vector is `vector[i] × scale`: `vector` is a
+/// `FixedSizeList<Int8>` of the model's dimension and `scale` the largest element's magnitude
+/// over 127 ([`ledger_core::quantize`]). `(summarizer, input_hash)` keys the summary cache and `(model,
+/// summary_hash)` the vector cache of the next run.
 pub fn embeddings(dim: usize) -> SchemaRef {
     Arc::new(Schema::new(vec![
         s("doc_id"),
@@ -183,11 +185,12 @@ pub fn embeddings(dim: usize) -> SchemaRef {
         Field::new(
             "vector",
             DataType::FixedSizeList(
-                Arc::new(Field::new("item", DataType::Float32, false)),
+                Arc::new(Field::new("item", DataType::Int8, false)),
                 dim as i32,
             ),
             false,
         ),
+        Field::new("scale", DataType::Float32, false),
     ]))
 }
 

@@ -6,8 +6,8 @@ use crate::schema::{
 };
 use crate::{Result, StoreError, io_err};
 use arrow::array::{
-    ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch,
-    StringArray,
+    ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int32Array, Int64Array,
+    RecordBatch, StringArray,
 };
 use arrow::datatypes::SchemaRef;
 use ledger_core::{Diagnostic, Document, Edge, Resolution, Semantic, UnitEmbedding};
@@ -319,13 +319,19 @@ fn embeddings_rows(rows: &[&UnitEmbedding], model: &EmbeddingModel) -> Result<Re
         ))
         .into());
     }
-    let values = Float32Array::from_iter_values(rows.iter().flat_map(|e| e.vector.iter().copied()));
+    // Exact for a vector already on the stored grid (every embedder's output is put there).
+    let quantized: Vec<(Vec<i8>, f32)> = rows
+        .iter()
+        .map(|e| ledger_core::quantize::quantize(&e.vector))
+        .collect();
+    let values = Int8Array::from_iter_values(quantized.iter().flat_map(|(q, _)| q.iter().copied()));
     let item = std::sync::Arc::new(arrow::datatypes::Field::new(
         "item",
-        arrow::datatypes::DataType::Float32,
+        arrow::datatypes::DataType::Int8,
         false,
     ));
     let vectors = FixedSizeListArray::try_new(item, dim as i32, Arc::new(values), None)?;
+    let scales = Float32Array::from_iter_values(quantized.iter().map(|(_, scale)| *scale));
     batch(
         &embeddings(dim),
         vec![
@@ -337,6 +343,7 @@ fn embeddings_rows(rows: &[&UnitEmbedding], model: &EmbeddingModel) -> Result<Re
             strings(rows.iter().map(|e| e.summary.as_str())),
             strings(rows.iter().map(|e| e.summary_hash.as_str())),
             Arc::new(vectors),
+            Arc::new(scales),
         ],
     )
 }
@@ -490,7 +497,8 @@ const MINI_BATCH: usize = 1024;
 const ROW_GROUP: usize = 128 * 1024;
 
 /// Encoded bytes per row group, at most (the writer's estimate): what a table's writer holds
-/// before it flushes, whatever its rows weigh (a row of the `embeddings` table is 1.5 KB).
+/// before it flushes, whatever its rows weigh (a row of the `embeddings` table, 384 int8s and a
+/// summary, is about half a kilobyte).
 const ROW_GROUP_BYTES: usize = 32 << 20;
 
 /// One table of a version being written. Memory: its pending rows (up to [`CHUNK_BYTES`] plus

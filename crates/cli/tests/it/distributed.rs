@@ -653,9 +653,15 @@ fn the_scale_benchmark_reports_every_mode() {
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
     // A header and two modes at each of two sizes, each with a peak RSS measured.
     assert_eq!(rows.len(), 5, "{table}");
+    // The column by its header, not by its place (columns were added before it).
+    let peak_column = rows[0]
+        .split('|')
+        .map(str::trim)
+        .position(|c| c == "peak RSS MB")
+        .expect("a peak RSS column");
     for row in &rows[1..] {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        let peak: f64 = cells[5].parse().expect("peak RSS");
+        let peak: f64 = cells[peak_column].parse().expect("peak RSS");
         assert!(peak > 1.0, "{row}");
     }
     assert!(

@@ -538,6 +538,11 @@ g = sys.argv[1] + "/current/"
 t = pq.read_table(g + "units")
 d = duckdb.sql(f"SELECT COUNT(*) FROM '{g}units/*.parquet'").fetchall()[0][0]
 e = duckdb.sql(f"SELECT COUNT(*) FROM '{g}edges/*.parquet' WHERE kind = 'REFERENCES'").fetchall()[0][0]
+# Vectors are int8 with a scale each: vector[i] * scale is the L2-normalised embedding.
+v = pq.read_table(g + "embeddings").schema.field("vector").type
+assert str(v.value_type) == "int8" and v.list_size > 0, v
+lo, hi = duckdb.sql(f"SELECT MIN(n), MAX(n) FROM (SELECT list_sum(list_transform(vector, lambda x: (x * scale) * (x * scale))) AS n FROM '{g}embeddings/*.parquet')").fetchall()[0]
+assert 0.98 < lo <= hi < 1.02, (lo, hi)
 print(t.num_rows, d, e)
 "#;
     let o = Command::new("python3")
@@ -617,7 +622,10 @@ fn related_edges_embeddings_and_similar() {
         "SELECT COUNT(DISTINCT model) AS m, MIN(arrow_typeof(vector)) AS t FROM embeddings",
     ]);
     let out = stdout(&o);
-    assert!(out.contains("1,FixedSizeList"), "{out}");
+    assert!(
+        out.contains("1,FixedSizeList(384 x non-null Int8)"),
+        "{out}"
+    );
     // `similar` ranks by cosine, best first.
     let o = ledger(&[
         "similar",
@@ -780,10 +788,7 @@ fn minilm_embeddings_and_related_edges_end_to_end() {
     ]);
     let out = stdout(&o);
     assert!(out.contains("all-MiniLM-L6-v2,"), "{out}");
-    assert!(
-        out.contains("FixedSizeList(384 x Float32)") || out.contains("FixedSizeList"),
-        "{out}"
-    );
+    assert!(out.contains("FixedSizeList(384 x non-null Int8)"), "{out}");
     let o = ledger(&[
         "sql",
         "--graph",

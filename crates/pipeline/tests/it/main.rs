@@ -665,3 +665,75 @@ fn verify_one_document_at_a_time_finds_what_the_whole_corpus_resolves() {
         whole.docs.iter().map(|d| d.mentions.len()).sum::<usize>()
     );
 }
+
+/// RELATED pairs (θ = 0.7, at most 10 per unit, as `[related]`'s defaults) over `vectors`.
+fn related_pairs(vectors: &[Vec<f32>]) -> std::collections::HashSet<(usize, usize)> {
+    let near = ledger_embed::exact_neighbours(vectors, 0.7, 10, &ledger_embed::skip_none);
+    ledger_embed::bounded_pairs(&near, 10)
+        .into_iter()
+        .map(|(i, j, _)| (i, j))
+        .collect()
+}
+
+/// Vectors are stored as int8 with a scale per vector and RELATED is found over them, as a
+/// rerun reads them back: on the units of two bundled corpora (a book and a paper, by other
+/// authors), with the hashing embedder and with MiniLM where installed (CI requires it), RELATED
+/// over the stored vectors must find the same pairs as over full precision for at least 0.99 of
+/// the pairs either finds.
+#[test]
+fn related_over_stored_vectors_keeps_the_pairs_of_full_precision() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    let (sources, _) = ledger_parse::discover(&[
+        root.join("hott-book"),
+        root.join("paper-equational-theories"),
+    ]);
+    let texts: Vec<String> = sources
+        .iter()
+        .flat_map(|s| ledger_parse::parse(s, None).units)
+        .filter(|u| u.kind != ledger_core::UnitKind::Document && !u.text.trim().is_empty())
+        .map(|u| u.text)
+        .collect();
+    assert!(texts.len() > 2000, "{} units", texts.len());
+    // Each embedder with how many units it embeds and how many bytes of each: MiniLM in a debug
+    // build embeds some ten units a second, so it gets the first 1,200, each cut to its first
+    // 400 bytes (a summary's length).
+    let mut embedders: Vec<(Box<dyn ledger_embed::Embedder>, usize, usize)> = vec![(
+        Box::new(ledger_embed::HashingEmbedder),
+        texts.len(),
+        usize::MAX,
+    )];
+    let minilm = ledger_embed::minilm::default_dir();
+    if ledger_embed::minilm::is_installed(&minilm) {
+        let model = ledger_embed::MiniLm::load(&minilm).expect("MiniLM loads");
+        embedders.push((Box::new(model), 1200, 400));
+    } else {
+        assert!(
+            std::env::var("LEDGER_REQUIRE_MINILM").as_deref() != Ok("1"),
+            "LEDGER_REQUIRE_MINILM=1 but {} lacks the weights",
+            minilm.display()
+        );
+    }
+    for (embedder, units, bytes) in &embedders {
+        let texts: Vec<&str> = texts
+            .iter()
+            .take(*units)
+            .map(|t| &t[..t.floor_char_boundary(*bytes)])
+            .collect();
+        let full = embedder.embed(&texts).expect("embeds");
+        let stored: Vec<Vec<f32>> = full
+            .iter()
+            .map(|v| ledger_core::quantize::as_stored(v))
+            .collect();
+        let (a, b) = (related_pairs(&full), related_pairs(&stored));
+        let same = a.intersection(&b).count();
+        let either = a.union(&b).count();
+        assert!(either >= 200, "{}: {either} pairs", embedder.model());
+        let agreement = same as f64 / either as f64;
+        eprintln!(
+            "{}: {} units, {either} RELATED pairs, {same} found by both: {agreement:.4}",
+            embedder.model(),
+            texts.len()
+        );
+        assert!(agreement >= 0.99, "{}: {agreement}", embedder.model());
+    }
+}

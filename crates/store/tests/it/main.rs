@@ -349,7 +349,8 @@ fn parts_round_trip_and_rewrites_are_idempotent() {
             input_hash: "i".into(),
             summary: "a summary".into(),
             summary_hash: "h".into(),
-            vector: vec![0.5, -1.0, 2.0],
+            // As the graph stores vectors: int8 with a scale.
+            vector: ledger_core::quantize::as_stored(&[0.5, -1.0, 2.0]),
         }],
         // Its RELATED edges (document scope) travel with it.
         related: vec![ledger_core::Edge {
@@ -392,8 +393,81 @@ fn parts_round_trip_and_rewrites_are_idempotent() {
     let by_url = ledger_store::PartStore::open(&format!("file://{}", store.url())).expect("open");
     assert!(by_url.has("k1"));
     assert!(ledger_store::PartStore::open("ftp://x/y").is_err());
+    // The footer holds the document compressed; a part of an earlier build, with plain JSON
+    // there, is still read.
+    let footer = |path: &Path| {
+        let file = std::fs::File::open(path).expect("part");
+        let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .expect("footer");
+        meta.file_metadata()
+            .key_value_metadata()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let packed = footer(&file);
+    let json = serde_json::to_string(doc).expect("json");
+    let value = |key: &str| {
+        packed
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.clone())
+    };
+    let compressed = value("ledger.document.zst").expect("the document, compressed");
+    assert!(value("ledger.document").is_none());
+    assert!(
+        compressed.len() * 2 < json.len(),
+        "{} of {}",
+        compressed.len(),
+        json.len()
+    );
+    let plain: Vec<_> = packed
+        .iter()
+        .map(|kv| match kv.key.as_str() {
+            "ledger.document.zst" => {
+                parquet::file::metadata::KeyValue::new("ledger.document".into(), json.clone())
+            }
+            "ledger.related.zst" => parquet::file::metadata::KeyValue::new(
+                "ledger.related".into(),
+                serde_json::to_string(&semantic.related).expect("json"),
+            ),
+            _ => kv.clone(),
+        })
+        .collect();
+    let rows = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&file).expect("part"),
+    )
+    .expect("reader")
+    .build()
+    .expect("rows")
+    .map(|b| b.expect("batch"))
+    .collect::<Vec<_>>();
+    let earlier = store.local_path("k0").expect("a local store");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_key_value_metadata(Some(plain))
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&earlier).expect("create"),
+        rows[0].schema(),
+        Some(props),
+    )
+    .expect("writer");
+    for b in &rows {
+        writer.write(b).expect("write");
+    }
+    writer.close().expect("close");
+    assert!(
+        footer(&earlier)
+            .iter()
+            .any(|kv| kv.key == "ledger.document")
+    );
+    assert_eq!(
+        store.read("k0").expect("an earlier part"),
+        (doc.clone(), semantic.clone())
+    );
+    assert_eq!(&store.read_head("k0").expect("its head").doc, doc);
     store.prune(&Default::default());
-    assert!(!store.has("k1"));
+    assert!(!store.has("k1") && !store.has("k0"));
 }
 
 /// A unit of `kind` with id `id` and `text`, the `ordinal`-th of its document.
