@@ -25,8 +25,9 @@ use ledger_store::PartStore;
 use serde::{Deserialize, Serialize};
 
 /// Version of the per-document pipeline; part of every part key, so that a change in what the
-/// stage computes invalidates old parts.
-pub const PIPELINE_VERSION: u32 = 2;
+/// stage computes invalidates old parts. 3: vectors on the stored int8 grid before RELATED is
+/// found (a part of version 2 holds RELATED edges found over f32 vectors).
+pub const PIPELINE_VERSION: u32 = 3;
 
 /// The settings that decide what the document stage computes. A coordinator sends them with
 /// every job, so that all workers compute the same thing (secrets stay in the workers'
