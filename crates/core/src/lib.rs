@@ -461,6 +461,44 @@ pub struct Semantic {
     pub related: Vec<Edge>,
 }
 
+/// What a part holds, in a few bytes: enough to reuse the part whole without decoding it (an
+/// unchanged document of a rerun costs a footer read, not a decompressed document and its vectors).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartSummary {
+    /// The document's id.
+    pub doc_id: String,
+    /// Its DEPENDS judgments.
+    pub judgments: usize,
+    /// Its DEPENDS edges.
+    pub depends: usize,
+    /// Its embeddings.
+    pub embeddings: usize,
+    /// Whether nothing in it failed: a failed judgment or summary is to be tried again by the
+    /// next run, so an incomplete part is a cache, never reused whole.
+    pub complete: bool,
+    /// The document's own errors ([`Document::errors`]).
+    pub errors: Vec<String>,
+}
+
+impl PartSummary {
+    /// The summary of the part of `doc` with `semantic`.
+    pub fn of(doc: &Document, semantic: &Semantic) -> PartSummary {
+        let judged = doc
+            .judgments
+            .iter()
+            .all(|j| matches!(j.outcome, JudgmentOutcome::Verdicts(_)));
+        let summarised = semantic.embeddings.iter().all(|e| !e.input_hash.is_empty());
+        PartSummary {
+            doc_id: doc.id.clone(),
+            judgments: doc.judgments.len(),
+            depends: doc.depends.len(),
+            embeddings: semantic.embeddings.len(),
+            complete: judged && summarised,
+            errors: doc.errors().collect(),
+        }
+    }
+}
+
 /// What parsing a document found at one path: with every such observation of a document, a
 /// later run can tell without parsing again whether a new parse would read the same bytes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -637,6 +675,15 @@ pub struct CandidateVerdict {
 }
 
 impl Document {
+    /// Its own errors (an unreadable file, a bad encoding): the document is still stored or
+    /// edited, and these are what a user must be told.
+    pub fn errors(&self) -> impl Iterator<Item = String> + '_ {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(ToString::to_string)
+    }
+
     /// Unit id → index in `units`.
     pub fn unit_indices(&self) -> std::collections::HashMap<&str, usize> {
         self.units
@@ -868,6 +915,44 @@ pub fn redact_credentials(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_with_a_failed_judgment_is_not_complete_and_its_errors_are_kept() {
+        let diagnostic = |severity, message: &str| Diagnostic {
+            path: "a.tex".into(),
+            line: 3,
+            col: 0,
+            severity,
+            message: message.into(),
+        };
+        let judgment = |outcome| Judgment {
+            unit_id: "p1".into(),
+            judge: "j".into(),
+            cache_key: "k".into(),
+            candidates: vec!["d1".into()],
+            outcome,
+            requests: 1,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reused: false,
+        };
+        let mut doc = Document {
+            id: "a.tex".into(),
+            diagnostics: vec![
+                diagnostic(Severity::Warning, "a warning"),
+                diagnostic(Severity::Error, "not UTF-8"),
+            ],
+            judgments: vec![judgment(JudgmentOutcome::Verdicts(Vec::new()))],
+            ..Document::default()
+        };
+        let summary = PartSummary::of(&doc, &Semantic::default());
+        assert!(summary.complete);
+        assert_eq!((summary.doc_id.as_str(), summary.judgments), ("a.tex", 1));
+        assert_eq!(summary.errors, vec![doc.diagnostics[1].to_string()]);
+        doc.judgments
+            .push(judgment(JudgmentOutcome::Failed("endpoint down".into())));
+        assert!(!PartSummary::of(&doc, &Semantic::default()).complete);
+    }
 
     #[test]
     fn credentials_are_removed_from_every_url() {

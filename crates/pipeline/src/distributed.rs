@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::index::{Previous, StageOutcome, discover_inputs, thread_pool};
 use crate::report::{IndexJob, IndexReport, counted};
-use crate::stage::{DocReport, Part, Settings, Stage, part_key};
+use crate::stage::{DocReport, Settings, Stage, part_key};
 use crate::{Error, Progress, Refusal, Result, block_on, io};
 use ledger_queue::{
     Broker, DeadLetter, DocumentJob, Event, PROTOCOL_VERSION, StageCounts, dead_queue,
@@ -521,10 +521,9 @@ pub fn coordinator(
                     });
                 let complete = parts
                     .has(&key)
-                    .then(|| Part::read(&parts, &key).ok())
+                    .then(|| crate::index::complete_part(&parts, &key))
                     .flatten()
-                    .filter(Part::complete)
-                    .map(|p| DocReport::reused(&p));
+                    .map(|summary| DocReport::reused(&summary));
                 progress.advance(&source.id);
                 (key, complete)
             })

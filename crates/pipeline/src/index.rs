@@ -3,12 +3,10 @@
 //! unchanged parts), then the corpus stage, then commit a graph version.
 
 use crate::config::{EmbedderKind, IndexConfig, JudgeKind, RelatedConfig, SummarizerKind};
-use crate::report::{
-    CommitReport, Corpus, CorpusSummary, EstimateReport, IndexJob, IndexReport, document_errors,
-};
+use crate::report::{CommitReport, Corpus, CorpusSummary, EstimateReport, IndexJob, IndexReport};
 use crate::stage::{DocReport, Part, Stage, part_key};
 use crate::{Error, Progress, Result};
-use ledger_core::{Diagnostic, Document, Severity};
+use ledger_core::{Diagnostic, Document, PartSummary, Severity};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -215,13 +213,11 @@ pub fn process_document(
 ) -> Result<Staged> {
     let key = part_key(&doc.id, &doc.content_hash, stage.fingerprint());
     let mut cache = None;
-    if parts.has(&key)
-        && let Some(part) = readable_part(parts, &key)
-    {
-        if part.complete() {
-            return Ok(Staged::reused(part, key, true));
+    if parts.has(&key) {
+        if let Some(summary) = complete_part(parts, &key) {
+            return Ok(Staged::reused(summary, key, true));
         }
-        cache = Some(part);
+        cache = readable_part(parts, &key);
     }
     if cache.is_none()
         && let Some(k) = previous_key.filter(|k| parts.has(k))
@@ -231,7 +227,8 @@ pub fn process_document(
     let (part, report) = stage.process(doc, cache.as_ref(), progress)?;
     part.write(parts, &key)?;
     Ok(Staged {
-        part,
+        errors: part.doc.errors().collect(),
+        doc_id: part.doc.id,
         key,
         report,
         parsed: true,
@@ -249,51 +246,45 @@ fn readable_part(parts: &ledger_store::PartStore, key: &str) -> Option<Part> {
         .ok()
 }
 
-/// One document after the document stage.
+/// The summary of part `key` when the part is complete and can be reused whole: read from its
+/// footer alone, or, for a part written before parts had a summary, from the whole part.
+pub(crate) fn complete_part(parts: &ledger_store::PartStore, key: &str) -> Option<PartSummary> {
+    let summary = match parts.read_summary(key) {
+        Ok(Some(summary)) => summary,
+        Ok(None) => readable_part(parts, key)?.summary(),
+        Err(e) => {
+            tracing::warn!(error = %e, key, "part unreadable; the document is processed again");
+            return None;
+        }
+    };
+    summary.complete.then_some(summary)
+}
+
+/// One document after the document stage (its part is in the part store).
 pub struct Staged {
-    /// Its part.
-    pub part: Part,
+    /// The document's id.
+    pub doc_id: String,
     /// The part's key.
     pub key: String,
     /// What the stage did.
     pub report: DocReport,
+    /// The document's own errors.
+    pub errors: Vec<String>,
     /// Whether it was parsed (false: its recorded inputs held, its part was reused unread).
     pub parsed: bool,
     /// Whether its complete part was reused as it was (nothing judged or embedded again).
     pub reused: bool,
 }
 
-/// What the embedded mode keeps of a staged document (its part is in the part store).
-struct Outcome {
-    doc_id: String,
-    key: String,
-    report: DocReport,
-    parsed: bool,
-    reused: bool,
-    errors: Vec<String>,
-}
-
 impl Staged {
-    /// What the embedded mode keeps of it.
-    fn outcome(self) -> Outcome {
-        Outcome {
-            errors: document_errors(std::slice::from_ref(&self.part.doc)),
-            doc_id: self.part.doc.id,
-            key: self.key,
-            report: self.report,
-            parsed: self.parsed,
-            reused: self.reused,
-        }
-    }
-
     /// A complete part reused as it is: nothing of it is judged again in this run (its
     /// judgments keep their rows as they are; the `runs` row counts them as reused).
-    fn reused(part: Part, key: String, parsed: bool) -> Staged {
-        let report = DocReport::reused(&part);
+    fn reused(summary: PartSummary, key: String, parsed: bool) -> Staged {
         Staged {
-            part,
+            report: DocReport::reused(&summary),
+            doc_id: summary.doc_id,
+            errors: summary.errors,
             key,
-            report,
             parsed,
             reused: true,
         }
@@ -312,10 +303,9 @@ pub fn stage_document(
 ) -> Result<Staged> {
     if let Some(key) = previous.unchanged(source, stage.fingerprint())
         && parts.has(&key)
-        && let Some(part) = readable_part(parts, &key)
-        && part.complete()
+        && let Some(summary) = complete_part(parts, &key)
     {
-        return Ok(Staged::reused(part, key, false));
+        return Ok(Staged::reused(summary, key, false));
     }
     let doc = stage.parse(source);
     process_document(stage, parts, doc, previous.part_of(&source.id), progress)
@@ -337,13 +327,12 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     progress.start("documents", sources.len() as u64);
     // Each document parsed, judged, embedded and written as a part on its thread; only what
     // `Staged::outcome` keeps of it stays in memory.
-    let results: Vec<Result<Outcome>> = pool.install(|| {
+    let results: Vec<Result<Staged>> = pool.install(|| {
         sources
             .par_iter()
             .map(|source| {
-                let staged = stage_document(stage, job.parts, source, &previous, progress)
-                    .map(Staged::outcome)
-                    .map_err(|e| {
+                let staged =
+                    stage_document(stage, job.parts, source, &previous, progress).map_err(|e| {
                         Error::Invalid(format!(
                             "document {}: {}",
                             source.id,

@@ -29,11 +29,7 @@ impl Corpus {
 /// The documents' own errors (an unreadable file, a bad encoding): each document is still
 /// stored or edited, and these are what a user must be told.
 pub fn document_errors(docs: &[Document]) -> Vec<String> {
-    docs.iter()
-        .flat_map(|d| &d.diagnostics)
-        .filter(|d| d.severity == Severity::Error)
-        .map(ToString::to_string)
-        .collect()
+    docs.iter().flat_map(Document::errors).collect()
 }
 
 /// What `ledger index` is asked to do.

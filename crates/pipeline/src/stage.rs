@@ -70,17 +70,12 @@ impl Part {
     /// Whether the part can be reused as it is: nothing in it failed (a failed judgment or
     /// summary is to be tried again by the next run).
     pub fn complete(&self) -> bool {
-        let judged = self
-            .doc
-            .judgments
-            .iter()
-            .all(|j| matches!(j.outcome, JudgmentOutcome::Verdicts(_)));
-        let summarised = self
-            .semantic
-            .embeddings
-            .iter()
-            .all(|e| !e.input_hash.is_empty());
-        judged && summarised
+        self.summary().complete
+    }
+
+    /// What its part's footer says of it ([`ledger_core::PartSummary`]).
+    pub fn summary(&self) -> ledger_core::PartSummary {
+        ledger_core::PartSummary::of(&self.doc, &self.semantic)
     }
 
     /// Its successful judgments by `judge`, by cache key: what a later run may reuse.
@@ -147,13 +142,13 @@ impl DocReport {
     }
 
     /// The report of a part reused whole: everything in it counts as reused.
-    pub fn reused(part: &Part) -> DocReport {
-        let n = part.semantic.embeddings.len();
+    pub fn reused(part: &ledger_core::PartSummary) -> DocReport {
+        let n = part.embeddings;
         DocReport {
             depends: Report {
-                units: part.doc.judgments.len(),
-                reused: part.doc.judgments.len(),
-                edges: part.doc.depends.len(),
+                units: part.judgments,
+                reused: part.judgments,
+                edges: part.depends,
                 ..Report::default()
             },
             semantic: Stats {

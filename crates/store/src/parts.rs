@@ -3,7 +3,9 @@
 //! document's `embeddings` table; the document itself (units, mentions, diagnostics, judgments,
 //! DEPENDS edges) and its RELATED edges (document scope) are JSON in the file's footer metadata,
 //! zstd-compressed and base64-encoded (a footer value is a string): the document's JSON is some
-//! four times its source, and six times smaller compressed.
+//! four times its source, and six times smaller compressed. Beside them, a few bytes of plain
+//! JSON summarise the part ([`PartSummary`]): a rerun reuses an unchanged document's part on them
+//! alone.
 //!
 //! Parts live in a [`PartStore`]: the graph's `parts/` folder by default, or any folder or
 //! S3-compatible bucket given by URL, so that workers on several machines write to one place. A
@@ -15,7 +17,7 @@ use crate::read::embeddings_from;
 use crate::write::{embeddings_batch, sync_dir};
 use crate::{Result, StoreError, io_err};
 use bytes::Bytes;
-use ledger_core::{Document, Edge, Semantic};
+use ledger_core::{Document, Edge, PartSummary, Semantic};
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -31,6 +33,8 @@ const MODEL: &str = "ledger.model";
 const SUMMARIZER: &str = "ledger.summarizer";
 const DIM: &str = "ledger.dim";
 const RELATED: &str = "ledger.related.zst";
+/// The part's [`PartSummary`], plain JSON: what a rerun reads of an unchanged document.
+const SUMMARY: &str = "ledger.summary";
 /// The footer keys of the document and its RELATED edges as plain JSON, as parts written before
 /// they were compressed hold them: still read, so that such parts stay a cache.
 const PLAIN: [(&str, &str); 2] = [(DOCUMENT, "ledger.document"), (RELATED, "ledger.related")];
@@ -203,6 +207,17 @@ impl PartStore {
         json(meta, DOCUMENT, &name)
     }
 
+    /// Reads the summary of part `key` from its footer (of a local part, only the footer is
+    /// read, and nothing is decompressed); `None` for a part written before parts had one.
+    pub fn read_summary(&self, key: &str) -> Result<Option<PartSummary>> {
+        let (metadata, name) = self.footer(key)?;
+        let meta = metadata.file_metadata().key_value_metadata();
+        match value(meta, SUMMARY, &name) {
+            Ok(text) => Ok(Some(serde_json::from_str(text)?)),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// Reads what the footer of part `key` holds: the document, its RELATED edges and how many
     /// embeddings the part has (the vectors are not decoded).
     pub fn read_head(&self, key: &str) -> Result<PartHead> {
@@ -303,6 +318,10 @@ fn encode(doc: &Document, semantic: &Semantic) -> Result<Vec<u8>> {
         KeyValue::new(SUMMARIZER.into(), semantic.summarizer.clone()),
         KeyValue::new(DIM.into(), semantic.dim.to_string()),
         KeyValue::new(RELATED.into(), compressed_json(&semantic.related)?),
+        KeyValue::new(
+            SUMMARY.into(),
+            serde_json::to_string(&PartSummary::of(doc, semantic))?,
+        ),
     ];
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
