@@ -325,8 +325,8 @@ pub fn index(job: &IndexJob, stage: &Stage, progress: &dyn Progress) -> Result<I
     let previous = Previous::of(job.out);
     let pool = thread_pool(stage.settings().index.jobs)?;
     progress.start("documents", sources.len() as u64);
-    // Each document parsed, judged, embedded and written as a part on its thread; only what
-    // `Staged::outcome` keeps of it stays in memory.
+    // Each document parsed, judged, embedded and written as a part on its thread; only its
+    // `Staged` (id, part key, counts, errors) stays in memory.
     let results: Vec<Result<Staged>> = pool.install(|| {
         sources
             .par_iter()

@@ -67,13 +67,8 @@ pub struct Part {
 }
 
 impl Part {
-    /// Whether the part can be reused as it is: nothing in it failed (a failed judgment or
-    /// summary is to be tried again by the next run).
-    pub fn complete(&self) -> bool {
-        self.summary().complete
-    }
-
-    /// What its part's footer says of it ([`ledger_core::PartSummary`]).
+    /// What its part's footer says of it ([`ledger_core::PartSummary`]): whether it can be
+    /// reused as it is (nothing in it failed), its counts and the document's errors.
     pub fn summary(&self) -> ledger_core::PartSummary {
         ledger_core::PartSummary::of(&self.doc, &self.semantic)
     }
